@@ -1,0 +1,197 @@
+"""Frozen layer-case specs and the default catalog.
+
+A case is one Keras layer with one config at one input shape. Its id is a stable
+string: result history (kmicro JSON, asv) is keyed by it, so never change how an
+existing case spells its id; add new cases instead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kmicro.errors import UsageError
+
+# op name (CLI) -> Keras layer class name. Append-only.
+OPS = {
+    "conv2d": "Conv2D",
+    "batchnorm": "BatchNormalization",
+    "maxpool": "MaxPooling2D",
+    "avgpool": "AveragePooling2D",
+    "dense": "Dense",
+    "activation": "Activation",
+    "add": "Add",
+    "dropout": "Dropout",
+    "flatten": "Flatten",
+}
+PASSES = ("forward", "forward_train", "backward")
+DATA_FORMATS = ("channels_last", "channels_first")
+DTYPES = ("float32",)
+# Layers whose config takes a data_format argument (the rest are layout-agnostic).
+SPATIAL_OPS = frozenset({"conv2d", "maxpool", "avgpool", "flatten"})
+# Rank-2 cases (Dense, and anything after Flatten) have data_format None.
+
+
+@dataclass(frozen=True)
+class Case:
+    """One layer, one config, one input shape (batch included), one layout."""
+
+    op: str
+    config: tuple  # sorted (key, value) pairs of layer kwargs
+    input_shape: tuple
+    data_format: str | None = "channels_last"
+    dtype: str = "float32"
+    n_inputs: int = 1  # Add takes several tensors of input_shape
+
+    @property
+    def layer(self) -> str:
+        return OPS[self.op]
+
+    @property
+    def kwargs(self) -> dict:
+        return dict(self.config)
+
+    @property
+    def id(self) -> str:
+        cfg = ",".join(f"{k}={_fmt(v)}" for k, v in self.config)
+        shape = "x".join(str(d) for d in self.input_shape)
+        fmt = {"channels_last": "/cl", "channels_first": "/cf", None: ""}[self.data_format]
+        many = f"*{self.n_inputs}" if self.n_inputs > 1 else ""
+        return f"{self.op}({cfg})@{shape}{many}{fmt}"
+
+    def layer_kwargs(self) -> dict:
+        """Keyword arguments for the Keras layer constructor, layout included."""
+        kwargs = self.kwargs
+        if self.op in SPATIAL_OPS and self.data_format:
+            kwargs["data_format"] = self.data_format
+        if self.op == "batchnorm":
+            kwargs["axis"] = 1 if self.data_format == "channels_first" else -1
+        return kwargs
+
+
+def _fmt(value) -> str:
+    if isinstance(value, tuple):
+        return "x".join(str(v) for v in value)
+    return str(value)
+
+
+def make_case(op: str, input_shape, data_format="channels_last", n_inputs=1, **config) -> Case:
+    """Build a case from a channels_last input shape; transposes for channels_first."""
+    shape = tuple(int(d) for d in input_shape)
+    if len(shape) != 4:
+        data_format = None
+    elif data_format == "channels_first":
+        shape = (shape[0], shape[3], shape[1], shape[2])
+    return Case(op, tuple(sorted(config.items())), shape, data_format, n_inputs=n_inputs)
+
+
+def _seed_layers():
+    """(op, channels_last input shape, config) of every layer in the two seed models, batch 32."""
+    b = 32
+    cifar10_cnn = [
+        ("conv2d", (b, 32, 32, 3), dict(filters=32, kernel_size=3, padding="same")),
+        ("activation", (b, 32, 32, 32), dict(activation="relu")),
+        ("conv2d", (b, 32, 32, 32), dict(filters=32, kernel_size=3, padding="valid")),
+        ("activation", (b, 30, 30, 32), dict(activation="relu")),
+        ("maxpool", (b, 30, 30, 32), dict(pool_size=2)),
+        ("dropout", (b, 15, 15, 32), dict(rate=0.25)),
+        ("conv2d", (b, 15, 15, 32), dict(filters=64, kernel_size=3, padding="same")),
+        ("activation", (b, 15, 15, 64), dict(activation="relu")),
+        ("conv2d", (b, 15, 15, 64), dict(filters=64, kernel_size=3, padding="valid")),
+        ("activation", (b, 13, 13, 64), dict(activation="relu")),
+        ("maxpool", (b, 13, 13, 64), dict(pool_size=2)),
+        ("dropout", (b, 6, 6, 64), dict(rate=0.25)),
+        ("flatten", (b, 6, 6, 64), {}),
+        ("dense", (b, 2304), dict(units=512)),
+        ("activation", (b, 512), dict(activation="relu")),
+        ("dropout", (b, 512), dict(rate=0.5)),
+        ("dense", (b, 512), dict(units=10)),
+        ("activation", (b, 10), dict(activation="softmax")),
+    ]
+    resnet_bn = [
+        ("conv2d", (b, 32, 32, 3), dict(filters=16, kernel_size=3, padding="same")),
+        ("batchnorm", (b, 32, 32, 16), {}),
+        ("activation", (b, 32, 32, 16), dict(activation="relu")),
+        ("conv2d", (b, 32, 32, 16), dict(filters=16, kernel_size=3, padding="same")),
+        ("add", (b, 32, 32, 16), {}),
+        ("avgpool", (b, 32, 32, 16), dict(pool_size=8)),
+        ("flatten", (b, 4, 4, 16), {}),
+        ("dense", (b, 256), dict(units=10, activation="softmax")),
+    ]
+    return cifar10_cnn + resnet_bn
+
+
+def default_catalog(data_format="channels_last") -> list:
+    """Every distinct layer case of the seed models, in first-seen order."""
+    cases = []
+    for op, shape, config in _seed_layers():
+        case = make_case(op, shape, data_format, n_inputs=2 if op == "add" else 1, **config)
+        if case not in cases:
+            cases.append(case)
+    return cases
+
+
+def select(ops=None, data_format="channels_last", shapes=None) -> list:
+    """The catalog narrowed to `ops`; `shapes` replaces each case's input shape."""
+    ops = list(ops or OPS)
+    unknown = [o for o in ops if o not in OPS]
+    if unknown:
+        raise UsageError(f"unknown op {unknown[0]!r}; valid ops: {', '.join(OPS)}")
+    if data_format not in DATA_FORMATS:
+        raise UsageError(f"unknown data format {data_format!r}; valid: {', '.join(DATA_FORMATS)}")
+    cases = [c for c in default_catalog(data_format) if c.op in ops]
+    if shapes:
+        cases = _reshape(cases, shapes, data_format)
+    return cases
+
+
+def _reshape(cases, shapes, data_format) -> list:
+    out = []
+    for case in cases:
+        rank = 4 if case.data_format else 2
+        for shape in shapes:
+            if len(shape) == rank:
+                new = make_case(case.op, shape, data_format, case.n_inputs, **case.kwargs)
+                if new not in out:
+                    out.append(new)
+    return out
+
+
+def parse_shapes(text: str) -> list:
+    """'32,32,32,3;32,512' -> [(32,32,32,3), (32,512)]. Shapes are N,H,W,C or N,F."""
+    shapes = []
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        try:
+            shape = tuple(int(d) for d in part.split(","))
+        except ValueError:
+            shape = ()
+        if len(shape) not in (2, 4) or min(shape) < 1:
+            raise UsageError(
+                f"malformed shape {part!r}; expected positive integers N,H,W,C or N,F separated by ';'"
+            )
+        shapes.append(shape)
+    if not shapes:
+        raise UsageError("empty --shapes; expected N,H,W,C or N,F separated by ';'")
+    return shapes
+
+
+def with_passes(passes) -> tuple:
+    passes = tuple(passes)
+    unknown = [p for p in passes if p not in PASSES]
+    if unknown:
+        raise UsageError(f"unknown pass {unknown[0]!r}; valid passes: {', '.join(PASSES)}")
+    return passes
+
+
+def case_from_dict(d: dict) -> Case:
+    return Case(d["op"], tuple((k, _untuple(v)) for k, v in d["config"]), tuple(d["input_shape"]),
+                d["data_format"], d.get("dtype", "float32"), d.get("n_inputs", 1))
+
+
+def case_to_dict(case: Case) -> dict:
+    return {"op": case.op, "config": [list(kv) for kv in case.config],
+            "input_shape": list(case.input_shape), "data_format": case.data_format,
+            "dtype": case.dtype, "n_inputs": case.n_inputs}
+
+
+def _untuple(v):
+    return tuple(v) if isinstance(v, list) else v
+

@@ -1,0 +1,90 @@
+"""`kmicro` console script. Parses, dispatches, and maps errors to exit codes:
+0 success (cases may still carry error statuses), 1 nothing could run, 2 bad usage.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from kmicro import cases, stacks
+from kmicro.errors import NothingRan, UsageError
+
+DEVICES = ("auto", "cpu", "gpu")
+JIT = ("auto", "on", "off")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="kmicro", description="Layer-level microbenchmarks for Keras backends.")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser, required=True,
+                           metavar="{stacks,ops,calibrate,report}")
+    s = sub.add_parser("stacks", help="stacks, installed or not, versions, device, machine peaks")
+    s.add_argument("--device", choices=DEVICES, default="auto")
+    s.add_argument("--no-peaks", action="store_true", help="skip measuring matmul/copy peaks")
+    o = sub.add_parser("ops", help="time single layers on every stack")
+    _common(o)
+    o.add_argument("--ops", help=f"comma list of {','.join(cases.OPS)} (default: all)")
+    o.add_argument("--passes", default=",".join(cases.PASSES),
+                   help=f"comma list of {','.join(cases.PASSES)}")
+    o.add_argument("--shapes", help="N,H,W,C or N,F shapes separated by ';' (replaces the seeds')")
+    o.add_argument("--data-format", default="channels_last", choices=cases.DATA_FORMATS)
+    o.add_argument("--metric", default="time", choices=("time", "gflops", "gbps"))
+    o.add_argument("--resume", action="store_true", help="skip cases already finished in --json")
+    o.add_argument("--timeout", type=float, default=300.0, help="seconds per case (all passes)")
+    c = sub.add_parser("calibrate", help="harness overhead: kmicro vs a bare synchronised loop")
+    _common(c)
+    c.add_argument("--ops", default="batchnorm,dense", help="comma list of ops to calibrate")
+    c.add_argument("--rounds", type=int, default=5)
+    r = sub.add_parser("report", help="print the tables of result files")
+    r.add_argument("results", nargs="+")
+    r.add_argument("--metric", default="time", choices=("time", "gflops", "gbps"))
+    return p
+
+
+def _common(p):
+    p.add_argument("--stacks", help=f"comma list of {','.join(stacks.STACKS)} (default: installed)")
+    p.add_argument("--device", choices=DEVICES, default="auto")
+    p.add_argument("--jit", choices=JIT, default="auto",
+                   help="auto = what a Keras train step does per backend; on/off forces it")
+    p.add_argument("--quick", action="store_true", help="fewer samples: smoke runs, not numbers")
+    p.add_argument("--json", help="results file (default: results/ops-<time>.json)")
+
+
+def main(argv=None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return _dispatch(args)
+    except UsageError as exc:
+        print(f"kmicro: error: {exc}", file=sys.stderr)
+        return 2
+    except NothingRan as exc:
+        print(f"kmicro: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("kmicro: interrupted; finished records are kept", file=sys.stderr)
+        return 130
+
+
+def _dispatch(args) -> int:
+    from kmicro import commands  # keeps `kmicro --help` fast
+
+    return commands.HANDLERS[args.command](args)
+
+
+def split(text) -> list:
+    return [t.strip() for t in (text or "").split(",") if t.strip()]
+
+
+def default_json(kind: str) -> Path:
+    return Path("results") / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+
+
+
+if __name__ == "__main__":
+    sys.exit(main())

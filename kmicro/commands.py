@@ -1,0 +1,130 @@
+"""The subcommands behind `kmicro`. Each takes parsed args and returns an exit code."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kmicro import cases, peaks, report, results, runner, stacks
+from kmicro.cli import default_json, split
+from kmicro.errors import NothingRan, UsageError
+
+console = Console(highlight=False)
+
+
+def _options(args, **extra) -> runner.Options:
+    return runner.Options(device=args.device, jit=args.jit, quick=args.quick,
+                          timeout_s=getattr(args, "timeout", 300.0), **extra)
+
+
+def _selected(args):
+    chosen = stacks.resolve(args.stacks)
+    if not chosen:
+        raise NothingRan("no stack is installed; run `make env` first")
+    shapes = cases.parse_shapes(args.shapes) if getattr(args, "shapes", None) else None
+    case_list = cases.select(split(args.ops), getattr(args, "data_format", "channels_last"), shapes)
+    if not case_list:
+        raise UsageError("no case matches these --ops/--shapes (N,H,W,C for spatial layers, "
+                         "N,F for dense)")
+    return chosen, case_list
+
+
+def _run(chosen, case_list, passes, options, sink, finished=frozenset()):
+    """runner.run with a progress bar on an interactive terminal."""
+    if not sys.stderr.isatty():
+        return runner.run(chosen, case_list, passes, options, sink, finished)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("starting", total=len(chosen) * len(case_list))
+        runner.run(chosen, case_list, passes, options, sink, finished,
+                   progress=lambda stack, case: bar.update(
+                       task, advance=1, description=f"{stack} {case.id[:40]}"))
+
+
+def ops(args) -> int:
+    chosen, case_list = _selected(args)
+    passes = cases.with_passes(split(args.passes))
+    path = Path(args.json) if args.json else default_json("ops")
+    out = results.ResultsFile(path, resume=args.resume)
+    _run(chosen, case_list, passes, _options(args), out.append,
+         out.finished() if args.resume else frozenset())
+    ids = {c.id for c in case_list}
+    names = {s.name for s in chosen}
+    mine = [r for r in out.records if r["case"] in ids and r["stack"] in names]
+    _print_tables(mine, args.metric)
+    console.print(f"results: {path} ({report.status_counts(mine)})")
+    return _exit_code(mine, args.device)
+
+
+def _print_tables(records, metric):
+    for table in report.ops_tables(records, metric):
+        console.print(table)
+    for line in report.problems(records):
+        console.print(f"[yellow]![/yellow] {line}", soft_wrap=True)
+
+
+def _exit_code(records, device) -> int:
+    if any(r["status"] == "ok" for r in records):
+        return 0
+    if device == "gpu" and records and all("DeviceUnavailable" in (r["error"] or "")
+                                           for r in records):
+        raise UsageError("--device gpu, but none of the stacks sees a GPU "
+                         f"({', '.join(sorted({r['stack'] for r in records}))}); "
+                         "use --device cpu or auto")
+    raise NothingRan("no case ran successfully (see the errors above)")
+
+
+def stacks_(args) -> int:
+    table = Table(title="kmicro stacks")
+    for col in ("stack", "installed", "python", "backend", "versions", "device"):
+        table.add_column(col)
+    options = runner.Options(device=args.device)
+    for s in stacks.STACKS.values():
+        info = runner.probe(s, options) if s.installed else {}
+        versions = ", ".join(f"{k} {v}" for k, v in info.get("versions", {}).items())
+        device = info.get("error") or f"{info.get('device', '')} ({info.get('device_name', '')})"
+        table.add_row(s.name, "yes" if s.installed else f"no (`make env`)",
+                      info.get("python", s.python), s.backend, versions,
+                      device if s.installed else "")
+    console.print(table)
+    if not args.no_peaks:
+        p = peaks.measure()
+        console.print(f"machine peaks (NumPy, host CPU): matmul {p['matmul_gflops']:.1f} GFLOP/s "
+                      f"(float32), copy {p['copy_gbps']:.1f} GB/s")
+    return 0
+
+
+def calibrate(args) -> int:
+    chosen, case_list = _selected(args)
+    path = Path(args.json) if args.json else default_json("calibrate")
+    out = results.ResultsFile(path)
+    _run(chosen, case_list, ("forward", "backward"),
+         _options(args, calibrate_rounds=args.rounds), out.append)
+    table = Table(title="harness overhead: kmicro median vs bare synchronised loop "
+                        f"(medians of {args.rounds} interleaved rounds)")
+    for col in ("stack", "case", "pass", "kmicro", "bare loop", "overhead"):
+        table.add_column(col, justify="right" if col in ("kmicro", "bare loop", "overhead") else "left")
+    for r in out.records:
+        if r["status"] == "ok":
+            over = r["median_s"] / r["bare_median_s"] - 1
+            table.add_row(r["stack"], r["case"], r["pass"], report.format_time(r["median_s"]),
+                          report.format_time(r["bare_median_s"]), f"{over:+.1%}")
+        else:
+            table.add_row(r["stack"], r["case"], r["pass"], r["status"], "", r["error"] or "")
+    console.print(table)
+    console.print(f"results: {path}")
+    return 0
+
+
+def report_(args) -> int:
+    records = [r for path in args.results for r in results.load(path)]
+    _print_tables(records, args.metric)
+    return 0
+
+
+
+HANDLERS = {"stacks": stacks_, "ops": ops, "calibrate": calibrate, "report": report_}

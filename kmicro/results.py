@@ -1,0 +1,79 @@
+"""Result files: a JSON list of records, rewritten atomically after every record.
+
+Record schema (contract, see DESIGN.md): stack, backend, versions, device, case, op|model,
+pass, input_shape, data_format, status, median_s, iqr_s, compile_s, max_rel_err, error.
+SCHEMA 1: first version.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from kmicro.errors import UsageError
+
+SCHEMA = 1
+STATUSES = ("ok", "error", "timeout", "wrong", "unsupported", "skipped")
+REQUIRED = ("stack", "case", "pass", "status")
+# Statuses a --resume run does not repeat: the answer would be the same.
+FINAL = ("ok", "wrong", "unsupported")
+
+
+def load(path) -> list:
+    """Records of a result file; a one-line UsageError when it is not one."""
+    try:
+        records = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise UsageError(f"cannot read results file {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise UsageError(f"{path} is not a kmicro results file (invalid JSON: {exc})") from None
+    if not isinstance(records, list) or not all(_is_record(r) for r in records):
+        raise UsageError(
+            f"{path} is not a kmicro results file (expected a JSON list of records with "
+            f"{', '.join(REQUIRED)})")
+    return records
+
+
+def base_record(info, case, pass_name) -> dict:
+    """A record with every contract field, status still unset. `info` describes the stack."""
+    return {
+        "schema": SCHEMA, "stack": info["stack"], "backend": info.get("backend"),
+        "versions": info.get("versions", {}), "python": info.get("python"),
+        "device": info.get("device"), "device_name": info.get("device_name"),
+        "jit": info.get("jit"), "case": case.id, "op": case.op, "layer": case.layer,
+        "config": case.kwargs, "pass": pass_name, "input_shape": list(case.input_shape),
+        "n_inputs": case.n_inputs, "data_format": case.data_format, "dtype": case.dtype,
+        "status": None, "median_s": None, "iqr_s": None, "compile_s": None,
+        "max_rel_err": None, "error": None, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def _is_record(r) -> bool:
+    return isinstance(r, dict) and all(k in r for k in REQUIRED) and r["status"] in STATUSES
+
+
+def key(record) -> tuple:
+    return record["stack"], record["case"], record["pass"]
+
+
+class ResultsFile:
+    """Appends records and keeps the file a valid JSON list after each one (crash-safe)."""
+
+    def __init__(self, path, resume=False):
+        self.path = Path(path)
+        self.records = load(self.path) if resume and self.path.exists() else []
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._write()
+
+    def finished(self) -> set:
+        return {key(r) for r in self.records if r["status"] in FINAL}
+
+    def append(self, record):
+        self.records = [r for r in self.records if key(r) != key(record)] + [record]
+        self._write()
+
+    def _write(self):
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(self.records, indent=1))
+        os.replace(tmp, self.path)

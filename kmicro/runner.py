@@ -1,0 +1,192 @@
+"""One worker process per stack; a case that hangs or kills its worker becomes a record.
+
+Stacks run one after another, never concurrently: on a small machine two workers
+would steal each other's cores and distort every number.
+"""
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+
+from kmicro import cases as cases_mod
+from kmicro import results
+from kmicro.stacks import worker_env
+
+STARTUP_TIMEOUT_S = 300  # importing a framework (and Theano's first compile) is slow
+
+
+@dataclass(frozen=True)
+class Options:
+    device: str = "auto"
+    jit: str = "auto"
+    quick: bool = False
+    timeout_s: float = 300.0  # per case, all passes together
+    seed: int = 0
+    calibrate_rounds: int = 0  # > 0: overhead measurement jobs instead of timing jobs
+
+
+class WorkerDied(Exception):
+    pass
+
+
+class WorkerTimeout(Exception):
+    pass
+
+
+class Worker:
+    """A live `python -m kmicro.worker` for one stack."""
+
+    def __init__(self, stack, options: Options):
+        self.stack = stack
+        self.stderr = tempfile.TemporaryFile(mode="w+")
+        cmd = [str(stack.interpreter), "-m", "kmicro.worker", "--stack", stack.name,
+               "--family", stack.family, "--device", options.device, "--jit", options.jit]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.stderr, text=True, bufsize=1,
+                                     env=worker_env(stack, options.device))
+        # A thread drains stdout so reads can time out without losing buffered lines.
+        self.lines = queue.Queue()
+        threading.Thread(target=self._drain, daemon=True).start()
+        hello = self.read(STARTUP_TIMEOUT_S)
+        self.fatal = hello.get("error") if hello["type"] == "fatal" else None
+        self.info = hello.get("info", {})
+
+    def _drain(self):
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put("")
+
+    def read(self, timeout_s) -> dict:
+        try:
+            line = self.lines.get(timeout=timeout_s)
+        except queue.Empty:
+            raise WorkerTimeout(f"no answer within {timeout_s:g} s") from None
+        if not line:
+            self.proc.wait()
+            raise WorkerDied(f"worker exited with code {self.proc.returncode}: {self.stderr_tail()}")
+        return json.loads(line)
+
+    def send(self, job: dict):
+        try:
+            self.proc.stdin.write(json.dumps(job) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # the next read reports how the worker died
+
+    def stderr_tail(self) -> str:
+        self.stderr.seek(0)
+        lines = [ln.strip() for ln in self.stderr.read().splitlines() if ln.strip()]
+        return lines[-1][:300] if lines else "no output"
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.stderr.close()
+
+
+def run(stacks, cases, passes, options: Options, sink, finished=frozenset(), progress=None):
+    """Run every case on every stack; `sink(record)` receives each record as it arrives."""
+    for stack in stacks:
+        todo = [c for c in cases
+                if any((stack.name, c.id, p) not in finished for p in _passes_for(passes))]
+        _run_stack(stack, todo, passes, options, sink, progress)
+
+
+def _passes_for(passes) -> list:
+    # backward_s is forward+backward minus forward_train, so backward needs both.
+    if "backward" in passes and "forward_train" not in passes:
+        return [p for p in cases_mod.PASSES if p in passes or p == "forward_train"]
+    return list(passes)
+
+
+def _run_stack(stack, cases, passes, options, sink, progress):
+    if not cases:
+        return
+    if not stack.installed:
+        _fail_all(stack, cases, passes, "skipped", f"stack {stack.name} is not installed "
+                                                   f"(no {stack.interpreter}); run `make env`", sink, progress)
+        return
+    worker = _start(stack, options)
+    try:
+        if worker.fatal:
+            _fail_all(stack, cases, passes, "error", worker.fatal, sink, progress)
+            return
+        for case in cases:
+            worker = _run_case(worker, stack, case, passes, options, sink)
+            if progress:
+                progress(stack.name, case)
+    finally:
+        worker.close()
+
+
+def _start(stack, options):
+    try:
+        return Worker(stack, options)
+    except (WorkerDied, WorkerTimeout) as exc:
+        return _DeadWorker(f"worker for {stack.name} failed to start: {exc}")
+
+
+class _DeadWorker:
+    def __init__(self, error):
+        self.fatal, self.info = error, {}
+
+    def close(self):
+        pass
+
+
+def _run_case(worker, stack, case, passes, options, sink):
+    """Runs one case; returns the worker to use next (a fresh one after a crash)."""
+    wanted = _passes_for(passes)
+    worker.send({"case": cases_mod.case_to_dict(case), "passes": wanted,
+                 "quick": options.quick, "seed": options.seed,
+                 "calibrate": options.calibrate_rounds})
+    got = set()
+    deadline = time.monotonic() + options.timeout_s
+    try:
+        while True:
+            msg = worker.read(max(deadline - time.monotonic(), 0.001))
+            if msg["type"] == "done":
+                return worker
+            sink(msg["record"])
+            got.add(msg["record"]["pass"])
+    except WorkerTimeout:
+        status, error = "timeout", f"case exceeded the per-case timeout of {options.timeout_s:g} s"
+    except WorkerDied as exc:
+        status, error = "error", str(exc)
+    for pass_name in wanted:
+        if pass_name not in got:
+            sink(_failure_record(stack, case, pass_name, status, error, worker.info))
+    worker.close()
+    return _start(stack, options)
+
+
+def _fail_all(stack, cases, passes, status, error, sink, progress):
+    for case in cases:
+        for pass_name in _passes_for(passes):
+            sink(_failure_record(stack, case, pass_name, status, error, {}))
+        if progress:
+            progress(stack.name, case)
+
+
+def _failure_record(stack, case, pass_name, status, error, info) -> dict:
+    info = dict({"backend": stack.backend}, **info)
+    info["stack"] = stack.name
+    record = results.base_record(info, case, pass_name)
+    record.update(status=status, error=error)
+    return record
+
+
+def probe(stack, options: Options) -> dict:
+    """Start a worker only to ask what it sees (versions, device)."""
+    worker = _start(stack, options)
+    try:
+        return {"error": worker.fatal} if worker.fatal else worker.info
+    finally:
+        worker.close()
+

@@ -1,0 +1,174 @@
+"""`python -m kmicro.worker --stack NAME`: one stack, jobs in, one JSON line per result out.
+
+Protocol (stdin/stdout, one JSON object per line):
+  worker -> {"type": "ready", "info": {...}} | {"type": "fatal", "error": "..."}
+  runner -> {"case": {...}, "passes": [...], "quick": bool}
+  worker -> {"type": "record", "record": {...}} per pass, then {"type": "done"}
+Framework chatter on stdout is redirected to stderr so it cannot corrupt the protocol.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+from kmicro import cases, flops, reference, results, timing
+from kmicro.backends.base import DeviceUnavailable, UnsupportedPass
+
+TOLERANCE = {"cpu": 1e-3, "gpu": 1e-2}  # GPU backends may use TF32 for conv/matmul
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--stack", required=True)
+    p.add_argument("--family", required=True)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--jit", default="auto")
+    args = p.parse_args(argv)
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # anything printed by frameworks goes to stderr
+    try:
+        adapter = _load_adapter(args)
+    except Exception as exc:  # noqa: BLE001 - reported to the runner, which records it
+        _send(out, {"type": "fatal", "error": _message(exc)})
+        return 1
+    info = dict(adapter.info(), stack=args.stack, python=platform.python_version())
+    _send(out, {"type": "ready", "info": info})
+    for line in sys.stdin:
+        job = json.loads(line)
+        handler = calibrate_job if job.get("calibrate") else run_job
+        for record in handler(adapter, info, job, args.device):
+            _send(out, {"type": "record", "record": record})
+        _send(out, {"type": "done"})
+    return 0
+
+
+def _load_adapter(args):
+    module = importlib.import_module(f"kmicro.backends.{args.family}")
+    adapter = module.Adapter(device=args.device, jit=args.jit)
+    if args.device == "gpu" and not adapter.gpu:
+        raise DeviceUnavailable(
+            f"--device gpu, but stack {args.stack} sees no GPU (it would run on the CPU)")
+    return adapter
+
+
+def run_job(adapter, info, job, device):
+    case = cases.case_from_dict(job["case"])
+    _inject_fault(case)
+    policy = timing.Policy.quick() if job.get("quick") else timing.Policy()
+    data = _case_data(case, job.get("seed", 0))
+    results = {}
+    for pass_name in job["passes"]:
+        record = _base_record(info, case, pass_name)
+        record.update(_run_pass(adapter, case, pass_name, data, policy))
+        results[pass_name] = record
+        gc.collect()
+    _derive_backward(results)
+    return list(results.values())
+
+
+def calibrate_job(adapter, info, job, device):
+    """kmicro's median vs a bare synchronised loop over the same compiled step, interleaved."""
+    case = cases.case_from_dict(job["case"])
+    data = _case_data(case, job.get("seed", 0))
+    for pass_name in job["passes"]:
+        record = _base_record(info, case, pass_name)
+        try:
+            prepared = adapter.prepare(case, pass_name, *data)
+        except UnsupportedPass as exc:
+            record.update(status="unsupported", error=str(exc))
+            yield record
+            continue
+        timing.first_call(prepared.step, prepared.sync)
+        ours, bare = [], []
+        for _ in range(job["calibrate"]):
+            m = timing.measure(prepared.step, prepared.sync)
+            ours.append(m.median)
+            bare.append(statistics.median(
+                timing.bare_loop(prepared.step, prepared.sync, len(m.samples) + m.policy.warmup)))
+        record.update(status="ok", median_s=statistics.median(ours),
+                      bare_median_s=statistics.median(bare), rounds=job["calibrate"])
+        yield record
+
+
+def _case_data(case, seed):
+    weights = reference.make_weights(case, seed)
+    inputs = reference.make_inputs(case, seed)
+    dy = reference.make_dy(case, reference.output_shape(case), seed)
+    return weights, inputs, dy
+
+
+def _run_pass(adapter, case, pass_name, data, policy) -> dict:
+    weights, inputs, dy = data
+    try:
+        prepared = adapter.prepare(case, pass_name, weights, inputs, dy)
+        out, compile_s = timing.first_call(prepared.step, prepared.sync)
+        device = prepared.device_of(out)
+        err = _check(case, pass_name, data, prepared.outputs(out))
+    except UnsupportedPass as exc:
+        return {"status": "unsupported", "error": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - a failing case is a record, not a crash
+        return {"status": "error", "error": _message(exc)}
+    fields = {"device": device, "compile_s": compile_s, "max_rel_err": err,
+              "tolerance": TOLERANCE[device]}
+    if not err <= TOLERANCE[device]:
+        fields.update(status="wrong", error=f"max relative error {err:.3g} > {TOLERANCE[device]:g} "
+                                            "against the float64 NumPy reference; not timed")
+        return fields
+    m = timing.measure(prepared.step, prepared.sync, policy)
+    fields.update(m.summary(), status="ok", compile_s=compile_s)
+    return fields
+
+
+def _check(case, pass_name, data, got) -> float:
+    weights, inputs, dy = data
+    y, grads = got
+    training = pass_name != "forward"
+    mask = (y != 0) if case.op == "dropout" and training else None
+    want_y, want_grads = reference.compute(case, inputs, weights, training,
+                                           dy if pass_name == "backward" else None, mask)
+    if pass_name == "backward":
+        return reference.max_rel_err([y, *grads], [want_y, *want_grads])
+    return reference.max_rel_err([y], [want_y])
+
+
+def _derive_backward(results):
+    """backward_s = (forward+backward) - forward(training), both measured in this job."""
+    fb, ft = results.get("backward"), results.get("forward_train")
+    if fb and ft and fb["status"] == ft["status"] == "ok":
+        fb["backward_s"] = fb["median_s"] - ft["median_s"]
+
+
+def _base_record(info, case, pass_name) -> dict:
+    record = results.base_record(info, case, pass_name)
+    record.update(flops=flops.flops(case, pass_name), bytes=flops.bytes_moved(case, pass_name))
+    return record
+
+
+def _inject_fault(case):
+    """Test hook for failure isolation: KMICRO_FAULT=hang:OP or die:OP."""
+    fault = os.environ.get("KMICRO_FAULT", "")
+    kind, _, op = fault.partition(":")
+    if op == case.op and kind == "hang":
+        time.sleep(3600)
+    if op == case.op and kind == "die":
+        os._exit(17)
+
+
+def _message(exc) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
+
+
+def _send(out, obj):
+    out.write(json.dumps(obj) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

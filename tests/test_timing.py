@@ -1,0 +1,73 @@
+"""The timing loop, driven by a fake clock: no real time, exact expectations."""
+import pytest
+
+from kmicro import timing
+
+
+class FakeClock:
+    """Each step() advances time by the next duration (cycling); sync and the clock are free."""
+
+    def __init__(self, durations):
+        self.now, self.durations, self.calls = 0.0, list(durations), 0
+
+    def __call__(self):
+        return self.now
+
+    def step(self):
+        self.now += self.durations[self.calls % len(self.durations)]
+        self.calls += 1
+        return self.calls
+
+
+def sync(out):
+    return out
+
+
+def test_first_call_is_compile_time_and_never_a_sample():
+    clock = FakeClock([5.0] + [0.01] * 1000)
+    out, compile_s = timing.first_call(clock.step, sync, clock)
+    m = timing.measure(clock.step, sync, timing.Policy(warmup=2), clock)
+    assert compile_s == 5.0 and out == 1
+    assert max(m.samples) == pytest.approx(0.01)
+    assert m.median == pytest.approx(0.01) and m.iqr == pytest.approx(0.0)
+
+
+def test_stops_after_min_samples_when_tight():
+    clock = FakeClock([0.002] * 1000)
+    m = timing.measure(clock.step, sync, timing.Policy(warmup=3, min_samples=7), clock)
+    assert len(m.samples) == 7
+    assert clock.calls == 3 + 7  # warm-up calls are run but not recorded
+
+
+def test_keeps_sampling_noisy_steps_until_budget():
+    clock = FakeClock([0.001, 0.003] * 5000)
+    policy = timing.Policy(warmup=0, min_samples=5, budget_s=0.1, max_samples=10_000)
+    m = timing.measure(clock.step, sync, policy, clock)
+    assert 45 <= len(m.samples) <= 55  # ~0.1 s of 2 ms-average steps
+    assert m.noisy and m.rel_iqr == pytest.approx(1.0)
+    assert m.median == pytest.approx(0.002)
+
+
+def test_max_samples_caps_the_loop():
+    clock = FakeClock([0.001, 0.003])
+    policy = timing.Policy(warmup=0, min_samples=3, max_samples=20, budget_s=1e9)
+    m = timing.measure(clock.step, sync, policy, clock)
+    assert len(m.samples) == 20
+
+
+def test_quick_policy_is_cheaper():
+    q, d = timing.Policy.quick(), timing.Policy()
+    assert q.min_samples < d.min_samples and q.budget_s < d.budget_s
+
+
+def test_median_and_iqr_are_order_statistics():
+    m = timing.Measurement(samples=[1.0, 2.0, 3.0, 4.0, 100.0])
+    assert m.median == 3.0
+    assert m.iqr == pytest.approx(2.0)  # inclusive quartiles 2 and 4; the outlier doesn't move it
+    s = m.summary()
+    assert s["n_samples"] == 5 and s["median_s"] == 3.0
+
+
+def test_bare_loop_times_each_synchronised_call():
+    clock = FakeClock([0.004] * 10)
+    assert timing.bare_loop(clock.step, sync, 4, clock) == [pytest.approx(0.004)] * 4
