@@ -35,6 +35,10 @@ class Stack:
         return self.interpreter.exists()
 
 
+# Theano compiles C per graph: its cache lives in the project so a second run is fast.
+# {cache} is filled in per stack by worker_env. Theano is CPU-only here (no pygpu on PyPI).
+_THEANO_ENV = (("THEANO_FLAGS", "floatX=float32,device=cpu,blas.ldflags=-lopenblas,"
+                                "compiledir={cache}"),)
 _KERAS3 = dict(family="keras3", env_dir=".venv", python="3.11", requirements="requirements/keras3.txt")
 
 STACKS = {
@@ -44,6 +48,12 @@ STACKS = {
         Stack("jax", "jax", **_KERAS3),
         Stack("torch", "torch", **_KERAS3),
         Stack("numpy", "numpy", backward=False, **_KERAS3),
+        Stack("theano", "theano", "keras2", ".envs/theano", "3.9", "requirements/theano.txt",
+              env=_THEANO_ENV),
+        Stack("theano-2019", "theano", "keras2", ".envs/theano-2019", "3.7",
+              "requirements/theano-2019.txt", default=False, env=_THEANO_ENV),
+        Stack("tf1", "tensorflow", "keras2", ".envs/tf1", "3.7", "requirements/tf1.txt",
+              default=False),
     ]
 }
 
@@ -63,7 +73,8 @@ def resolve(names=None) -> list:
 def worker_env(stack: Stack, device: str) -> dict:
     """Environment of a worker process for this stack and device choice."""
     env = dict(os.environ)
-    env.update(dict(stack.env))
+    cache = ROOT / ".cache" / stack.name
+    env.update({k: v.format(cache=cache) for k, v in stack.env})
     env["KERAS_BACKEND"] = stack.backend
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -62,11 +62,14 @@ def run_job(adapter, info, job, device):
     case = cases.case_from_dict(job["case"])
     _inject_fault(case)
     policy = timing.Policy.quick() if job.get("quick") else timing.Policy()
-    data = _case_data(case, job.get("seed", 0))
+    try:
+        data = _case_data(case, job.get("seed", 0))
+    except Exception as exc:  # noqa: BLE001 - e.g. a shape the layer cannot take
+        data, failure = None, {"status": "error", "error": _message(exc)}
     results = {}
     for pass_name in job["passes"]:
         record = _base_record(info, case, pass_name)
-        record.update(_run_pass(adapter, case, pass_name, data, policy))
+        record.update(_run_pass(adapter, case, pass_name, data, policy) if data else failure)
         results[pass_name] = record
         gc.collect()
     _derive_backward(results)
@@ -147,7 +150,10 @@ def _derive_backward(results):
 
 def _base_record(info, case, pass_name) -> dict:
     record = results.base_record(info, case, pass_name)
-    record.update(flops=flops.flops(case, pass_name), bytes=flops.bytes_moved(case, pass_name))
+    try:
+        record.update(flops=flops.flops(case, pass_name), bytes=flops.bytes_moved(case, pass_name))
+    except ValueError:
+        pass  # a shape the layer cannot take: the record's error says so
     return record
 
 

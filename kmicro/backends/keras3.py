@@ -8,6 +8,7 @@ runs eagerly); jit="on"/"off" forces it.
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
@@ -64,7 +65,16 @@ class _TensorFlow(_Backend):
         return self.tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
 
     def compile(self, fn):
-        return self.tf.function(fn, jit_compile=self.xla)
+        f = self.tf.function(fn, jit_compile=self.xla)
+        errors = (self.tf.errors.UnimplementedError, self.tf.errors.InvalidArgumentError)
+
+        def call(*a):
+            try:
+                return f(*a)
+            except errors as exc:
+                raise _nhwc_only(exc) or exc
+
+        return call
 
     def forward(self, layer, xs, training):
         return self.compile(lambda *a: layer(_arg(a), training=training)), xs
@@ -196,6 +206,14 @@ class _Numpy(_Backend):
 
     def fwd_bwd(self, layer, xs, dy):
         raise UnsupportedPass("the numpy backend has no gradients (forward only)")
+
+
+def _nhwc_only(exc):
+    """TensorFlow's CPU Conv2D kernels take NHWC only: unsupported there, not an error."""
+    lines = [ln for ln in exc.message.splitlines() if "NHWC" in ln]
+    if lines:
+        return UnsupportedPass("TensorFlow: " + re.sub(r"\{\{.*?\}\}\s*", "", lines[0]).strip())
+    return None
 
 
 def _training_kwarg(layer, training) -> dict:

@@ -1,0 +1,92 @@
+"""The CLI as a user runs it: a subprocess, real stacks, real files."""
+import json
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import KMICRO, ROOT, load
+
+CONTRACT = ("stack", "backend", "versions", "device", "case", "op", "pass", "input_shape",
+            "data_format", "status", "median_s", "iqr_s", "compile_s", "max_rel_err", "error")
+
+
+@pytest.mark.parametrize("args, valid", [
+    (["ops", "--ops", "conv3d"], "valid ops: conv2d, batchnorm"),
+    (["ops", "--stacks", "tf"], "valid stacks: tensorflow, jax, torch, numpy"),
+    (["ops", "--passes", "sideways"], "valid passes: forward, forward_train, backward"),
+    (["ops", "--shapes", "32,x,3"], "N,H,W,C or N,F"),
+    (["ops", "--data-format", "nhwc"], "channels_last"),
+    (["ops", "--device", "tpu"], "'auto', 'cpu', 'gpu'"),
+    (["frobnicate"], "stacks"),
+])
+def test_bad_input_is_one_line_and_exit_2(kmicro, args, valid):
+    p = kmicro(*args)
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+    assert valid in p.stderr
+
+
+def test_malformed_results_file_is_exit_2(kmicro, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"not": "a list"}')
+    p = kmicro("report", str(bad))
+    assert p.returncode == 2 and "not a kmicro results file" in p.stderr
+    assert p.stderr.count("\n") == 1
+
+
+def test_gpu_where_none_is_exit_2_with_records_kept(kmicro, tmp_path):
+    out = tmp_path / "gpu.json"
+    p = kmicro("ops", "--stacks", "numpy", "--ops", "dense", "--shapes", "2,8",
+               "--device", "gpu", "--json", str(out))
+    assert p.returncode == 2 and "none of the stacks sees a GPU" in p.stderr
+    assert all(r["status"] == "error" for r in load(out))
+
+
+def test_ops_prints_tables_and_writes_contract_json(kmicro, tmp_path):
+    out = tmp_path / "r.json"
+    p = kmicro("ops", "--stacks", "numpy,tensorflow", "--ops", "dense,batchnorm", "--quick",
+               "--shapes", "2,4,4,3;2,8", "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    records = load(out)
+    assert {r["stack"] for r in records} == {"numpy", "tensorflow"}
+    for r in records:
+        assert all(k in r for k in CONTRACT)
+    assert "batchnorm" in p.stdout and "fwd+bwd" in p.stdout and "bwd (diff)" in p.stdout
+    assert "numpy: unsupported" in p.stdout  # failures are listed, never hidden
+    again = kmicro("report", str(out), "--metric", "gflops")
+    assert again.returncode == 0 and "GFLOP/s" in again.stdout
+
+
+def test_resume_skips_finished_cases(kmicro, tmp_path):
+    out = tmp_path / "r.json"
+    args = ["ops", "--stacks", "numpy", "--ops", "dense", "--quick", "--shapes", "2,8",
+            "--passes", "forward", "--json", str(out)]
+    assert kmicro(*args).returncode == 0
+    first = load(out)
+    assert kmicro(*args, "--resume").returncode == 0
+    assert load(out) == first  # nothing re-measured: same records, same timestamps
+
+
+def test_ctrl_c_keeps_finished_records(tmp_path):
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([*KMICRO, "ops", "--stacks", "numpy", "--ops", "conv2d,dense",
+                             "--json", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not (out.exists() and len(json.loads(out.read_text())) >= 3):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "finished records are kept" in err
+    records = load(out)
+    assert len(records) >= 3 and all(r["status"] == "ok" for r in records)
+
+
+def test_stacks_lists_every_declared_stack_with_versions_and_device(kmicro):
+    p = kmicro("stacks", "--no-peaks")
+    assert p.returncode == 0, p.stderr
+    for name in ("tensorflow", "jax", "torch", "numpy", "theano", "tf1"):
+        assert name in p.stdout
+    assert "keras 3.15.1" in p.stdout and "cpu" in p.stdout
