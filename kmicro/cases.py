@@ -129,8 +129,9 @@ def default_catalog(data_format="channels_last") -> list:
     return cases
 
 
-def select(ops=None, data_format="channels_last", shapes=None) -> list:
-    """The catalog narrowed to `ops`; `shapes` replaces each case's input shape."""
+def select(ops=None, data_format="channels_last", shapes=None, overrides=None) -> list:
+    """The catalog narrowed to `ops`; `shapes` replaces each case's input shape and
+    `overrides` ({key: value}) the layer options of the cases that have that option."""
     ops = list(ops or OPS)
     unknown = [o for o in ops if o not in OPS]
     if unknown:
@@ -138,9 +139,47 @@ def select(ops=None, data_format="channels_last", shapes=None) -> list:
     if data_format not in DATA_FORMATS:
         raise UsageError(f"unknown data format {data_format!r}; valid: {', '.join(DATA_FORMATS)}")
     cases = [c for c in default_catalog(data_format) if c.op in ops]
+    if overrides:
+        cases = _override(cases, overrides)
     if shapes:
         cases = _reshape(cases, shapes, data_format)
     return cases
+
+
+def _override(cases, overrides) -> list:
+    known = sorted({k for c in cases for k in c.kwargs})
+    unknown = [k for k in overrides if k not in known]
+    if unknown:
+        raise UsageError(f"unknown layer option {unknown[0]!r} for these ops; valid: "
+                         f"{', '.join(known) or 'none'}")
+    out = []
+    for case in cases:
+        kwargs = dict(case.kwargs, **{k: v for k, v in overrides.items() if k in case.kwargs})
+        new = Case(case.op, tuple(sorted(kwargs.items())), case.input_shape, case.data_format,
+                   case.dtype, case.n_inputs)
+        if new not in out:
+            out.append(new)
+    return out
+
+
+def parse_overrides(text: str) -> dict:
+    """'filters=64,kernel_size=5' -> {'filters': 64, 'kernel_size': 5}."""
+    overrides = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key or not value:
+            raise UsageError(f"malformed option {part!r}; expected KEY=VALUE[,KEY=VALUE]")
+        overrides[key.strip()] = _number(value.strip())
+    return overrides
+
+
+def _number(text):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _reshape(cases, shapes, data_format) -> list:

@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--passes", default=",".join(cases.PASSES),
                    help=f"comma list of {','.join(cases.PASSES)}")
     o.add_argument("--shapes", help="N,H,W,C or N,F shapes separated by ';' (replaces the seeds')")
+    o.add_argument("--set", metavar="KEY=VALUE,...",
+                   help="override layer options, e.g. filters=64,kernel_size=5,pool_size=3")
     o.add_argument("--data-format", default="channels_last", choices=cases.DATA_FORMATS)
     o.add_argument("--metric", default="time", choices=("time", "gflops", "gbps"))
     o.add_argument("--resume", action="store_true", help="skip cases already finished in --json")

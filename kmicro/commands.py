@@ -25,7 +25,9 @@ def _selected(args):
     if not chosen:
         raise NothingRan("no stack is installed; run `make env` first")
     shapes = cases.parse_shapes(args.shapes) if getattr(args, "shapes", None) else None
-    case_list = cases.select(split(args.ops), getattr(args, "data_format", "channels_last"), shapes)
+    overrides = cases.parse_overrides(args.set) if getattr(args, "set", None) else None
+    case_list = cases.select(split(args.ops), getattr(args, "data_format", "channels_last"),
+                             shapes, overrides)
     if not case_list:
         raise UsageError("no case matches these --ops/--shapes (N,H,W,C for spatial layers, "
                          "N,F for dense)")

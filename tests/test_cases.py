@@ -45,3 +45,13 @@ def test_bad_input_names_the_valid_choices():
 def test_round_trip_through_json_dicts():
     for case in cases.default_catalog("channels_first"):
         assert cases.case_from_dict(cases.case_to_dict(case)) == case
+
+
+def test_layer_options_override_the_cases_that_have_them():
+    got = cases.select(["conv2d", "maxpool"], overrides=cases.parse_overrides("filters=8,pool_size=3"))
+    assert {c.kwargs.get("filters") for c in got if c.op == "conv2d"} == {8}
+    assert {c.kwargs["pool_size"] for c in got if c.op == "maxpool"} == {3}
+    with pytest.raises(UsageError, match="valid: filters, kernel_size, padding"):
+        cases.select(["conv2d"], overrides={"units": 3})
+    with pytest.raises(UsageError, match="KEY=VALUE"):
+        cases.parse_overrides("filters")

@@ -20,7 +20,7 @@ def test_asv_matrix_backends_are_the_keras3_stacks():
 def test_asv_pins_match_the_requirements_file():
     pins = dict(line.split("==") for line in (ROOT / "requirements/keras3.txt").read_text()
                 .splitlines() if "==" in line and not line.startswith("#"))
-    pins = {k.lower(): v for k, v in pins.items()}
+    pins = {k.lower().replace("_", "-"): v for k, v in pins.items()}
     for name, version in _asv_conf()["matrix"]["req"].items():
         if name != "setuptools":
             assert pins[name] == version, name
