@@ -24,6 +24,10 @@ OPS = {
 }
 PASSES = ("forward", "forward_train", "backward")
 DATA_FORMATS = ("channels_last", "channels_first")
+# --data-format choices. "auto" = channels_last, plus channels_first twins of the BN cases:
+# report 001's workaround (channels_first, axis=1) is always shown next to the default.
+LAYOUTS = ("auto", "channels_last", "channels_first", "both")
+TWINNED_OPS = ("batchnorm",)
 DTYPES = ("float32",)
 # Layers whose config takes a data_format argument (the rest are layout-agnostic).
 SPATIAL_OPS = frozenset({"conv2d", "maxpool", "avgpool", "flatten"})
@@ -129,15 +133,27 @@ def default_catalog(data_format="channels_last") -> list:
     return cases
 
 
-def select(ops=None, data_format="channels_last", shapes=None, overrides=None) -> list:
-    """The catalog narrowed to `ops`; `shapes` replaces each case's input shape and
-    `overrides` ({key: value}) the layer options of the cases that have that option."""
+def select(ops=None, data_format="auto", shapes=None, overrides=None) -> list:
+    """The catalog narrowed to `ops` in the layouts `data_format` (one of LAYOUTS) names;
+    `shapes` replaces each case's input shape and `overrides` ({key: value}) the layer
+    options of the cases that have that option."""
     ops = list(ops or OPS)
     unknown = [o for o in ops if o not in OPS]
     if unknown:
         raise UsageError(f"unknown op {unknown[0]!r}; valid ops: {', '.join(OPS)}")
-    if data_format not in DATA_FORMATS:
-        raise UsageError(f"unknown data format {data_format!r}; valid: {', '.join(DATA_FORMATS)}")
+    if data_format not in LAYOUTS:
+        raise UsageError(f"unknown data format {data_format!r}; valid: {', '.join(LAYOUTS)}")
+    selected = []
+    for fmt in DATA_FORMATS:
+        if data_format in (fmt, "both"):
+            selected += _select_one(ops, fmt, shapes, overrides)
+        elif data_format == "auto":
+            twins = [o for o in ops if o in TWINNED_OPS or fmt == "channels_last"]
+            selected += _select_one(twins, fmt, shapes, overrides) if twins else []
+    return list(dict.fromkeys(selected))
+
+
+def _select_one(ops, data_format, shapes, overrides) -> list:
     cases = [c for c in default_catalog(data_format) if c.op in ops]
     if overrides:
         cases = _override(cases, overrides)

@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--shapes", help="N,H,W,C or N,F shapes separated by ';' (replaces the seeds')")
     o.add_argument("--set", metavar="KEY=VALUE,...",
                    help="override layer options, e.g. filters=64,kernel_size=5,pool_size=3")
-    o.add_argument("--data-format", default="channels_last", choices=cases.DATA_FORMATS)
+    o.add_argument("--data-format", default="auto", choices=cases.LAYOUTS,
+                   help="auto: channels_last, plus channels_first twins of the BN cases")
     o.add_argument("--metric", default="time", choices=("time", "gflops", "gbps"))
     o.add_argument("--resume", action="store_true", help="skip cases already finished in --json")
     o.add_argument("--timeout", type=float, default=300.0, help="seconds per case (all passes)")

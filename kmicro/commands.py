@@ -26,7 +26,7 @@ def _selected(args):
         raise NothingRan("no stack is installed; run `make env` first")
     shapes = cases.parse_shapes(args.shapes) if getattr(args, "shapes", None) else None
     overrides = cases.parse_overrides(args.set) if getattr(args, "set", None) else None
-    case_list = cases.select(split(args.ops), getattr(args, "data_format", "channels_last"),
+    case_list = cases.select(split(args.ops), getattr(args, "data_format", "auto"),
                              shapes, overrides)
     if not case_list:
         raise UsageError("no case matches these --ops/--shapes (N,H,W,C for spatial layers, "
@@ -65,6 +65,9 @@ def ops(args) -> int:
 def _print_tables(records, metric):
     for table in report.ops_tables(records, metric):
         console.print(table)
+    layouts = report.layout_table(records)
+    if layouts:
+        console.print(layouts)
     for line in report.problems(records):
         console.print(f"[yellow]![/yellow] {line}", soft_wrap=True)
 

@@ -95,7 +95,11 @@ def _new_table(op, stacks, devices, metric) -> Table:
 
 
 def _short(case_id: str) -> str:
-    return case_id.split("(", 1)[1].replace(")@", " @ ", 1) if "(" in case_id else case_id
+    """'conv2d(filters=32,...)@32x32x32x3/cl' -> 'filters=32,... @ 32x32x32x3/cl'."""
+    if "(" not in case_id or ")@" not in case_id:
+        return case_id
+    config, shape = case_id.split("(", 1)[1].split(")@", 1)
+    return f"{config or 'defaults'} @ {shape}"
 
 
 def problems(records) -> list:
@@ -115,3 +119,51 @@ def status_counts(records) -> str:
     for r in records:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     return ", ".join(f"{n} {s}" for s, n in counts.items())
+
+
+def _nhwc(record) -> tuple:
+    shape = tuple(record["input_shape"])
+    return (shape[0], shape[2], shape[3], shape[1]) if record["data_format"] == "channels_first" \
+        else shape
+
+
+def layout_table(records):
+    """channels_first vs channels_last of the same layer and shape, per stack, with the ratio.
+
+    This is report 001's question: does the BN layout change the cost on this backend?
+    None when no case was run in both layouts.
+    """
+    pairs = OrderedDict()
+    for r in records:
+        if r["data_format"] and r["status"] in ("ok", "error", "wrong", "unsupported", "timeout"):
+            key = (r["op"], json_key(r["config"]), _nhwc(r), r["pass"])
+            pairs.setdefault(key, {}).setdefault(r["stack"], {})[r["data_format"]] = r
+    rows = [(k, v) for k, v in pairs.items()
+            if any(len(by_fmt) == 2 for by_fmt in v.values())]
+    if not rows:
+        return None
+    stacks = _stacks(records)
+    table = Table(title="channels_first vs channels_last — median time, cf/cl ratio",
+                  title_justify="left")
+    for col in ("case", "pass", *stacks):
+        table.add_column(col, justify="right" if col in stacks else "left")
+    for (op, _, shape, pass_name), by_stack in rows:
+        label = f"{op} @ {'x'.join(map(str, shape))} (NHWC)"
+        table.add_row(label, PASS_LABELS[pass_name],
+                      *[_layout_cell(by_stack.get(s, {})) for s in stacks])
+    return table
+
+
+def _layout_cell(by_fmt) -> Text:
+    cl, cf = by_fmt.get("channels_last"), by_fmt.get("channels_first")
+    if not (cl and cf):
+        return Text("—", style="dim")
+    if cl["status"] != "ok" or cf["status"] != "ok":
+        return Text(f"cl {cl['status']} / cf {cf['status']}", style="red")
+    ratio = cf["median_s"] / cl["median_s"]
+    return Text(f"{format_time(cl['median_s'])} → {format_time(cf['median_s'])} ({ratio:.2f}x)",
+                style="bold" if abs(ratio - 1) > 0.25 else "")
+
+
+def json_key(config) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(dict(config).items()))
