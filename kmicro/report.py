@@ -90,7 +90,7 @@ def _new_table(op, stacks, devices, metric) -> Table:
     table.add_column("case")
     table.add_column("pass")
     for s in stacks:
-        table.add_column(f"{s}\n[{devices[s]}]", justify="right")
+        table.add_column(f"{s}\n({devices[s]})", justify="right")
     return table
 
 
