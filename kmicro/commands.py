@@ -43,8 +43,8 @@ def _run(chosen, case_list, passes, options, sink, finished=frozenset()):
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("starting", total=len(chosen) * len(case_list))
         runner.run(chosen, case_list, passes, options, sink, finished,
-                   progress=lambda stack, case: bar.update(
-                       task, advance=1, description=f"{stack} {case.id[:40]}"))
+                   progress=lambda stack, label: bar.update(
+                       task, advance=1, description=f"{stack} {label[:40]}"))
 
 
 def ops(args) -> int:

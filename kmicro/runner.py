@@ -12,6 +12,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from kmicro import cases as cases_mod
 from kmicro import results
@@ -28,6 +29,7 @@ class Options:
     timeout_s: float = 300.0  # per case, all passes together
     seed: int = 0
     calibrate_rounds: int = 0  # > 0: overhead measurement jobs instead of timing jobs
+    worker_module: str = "kmicro.worker"  # the worker-side entry point jobs are sent to
 
 
 class WorkerDied(Exception):
@@ -44,7 +46,7 @@ class Worker:
     def __init__(self, stack, options: Options):
         self.stack = stack
         self.stderr = tempfile.TemporaryFile(mode="w+")
-        cmd = [str(stack.interpreter), "-m", "kmicro.worker", "--stack", stack.name,
+        cmd = [str(stack.interpreter), "-m", options.worker_module, "--stack", stack.name,
                "--family", stack.family, "--device", options.device, "--jit", options.jit]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr, text=True, bufsize=1,
@@ -90,12 +92,33 @@ class Worker:
         self.stderr.close()
 
 
+@dataclass(frozen=True)
+class Job:
+    """One unit of work for a worker: one record comes back per entry of `passes`.
+
+    `blank(info, pass_name)` makes the record to fill in when the worker never answers
+    (it crashed, hung, or could not start); `label` names the job in progress output.
+    """
+
+    payload: dict
+    passes: tuple
+    blank: Callable
+    label: str
+
+
 def run(stacks, cases, passes, options: Options, sink, finished=frozenset(), progress=None):
     """Run every case on every stack; `sink(record)` receives each record as it arrives."""
+    wanted = _passes_for(passes)
     for stack in stacks:
-        todo = [c for c in cases
-                if any((stack.name, c.id, p) not in finished for p in _passes_for(passes))]
-        _run_stack(stack, todo, passes, options, sink, progress)
+        todo = [c for c in cases if any((stack.name, c.id, p) not in finished for p in wanted)]
+        run_jobs(stack, [case_job(c, wanted, options) for c in todo], options, sink, progress)
+
+
+def case_job(case, passes, options) -> Job:
+    payload = {"case": cases_mod.case_to_dict(case), "passes": list(passes),
+               "quick": options.quick, "seed": options.seed,
+               "calibrate": options.calibrate_rounds}
+    return Job(payload, tuple(passes), lambda info, p: results.base_record(info, case, p), case.id)
 
 
 def _passes_for(passes) -> list:
@@ -105,22 +128,23 @@ def _passes_for(passes) -> list:
     return list(passes)
 
 
-def _run_stack(stack, cases, passes, options, sink, progress):
-    if not cases:
+def run_jobs(stack, jobs, options, sink, progress=None):
+    """Send `jobs` to one worker of `stack`, replacing the worker whenever one fails."""
+    if not jobs:
         return
     if not stack.installed:
-        _fail_all(stack, cases, passes, "skipped", f"stack {stack.name} is not installed "
-                                                   f"(no {stack.interpreter}); run `make env`", sink, progress)
+        error = f"stack {stack.name} is not installed (no {stack.interpreter}); run `make env`"
+        _fail_all(stack, jobs, "skipped", error, sink, progress)
         return
     worker = _start(stack, options)
     try:
         if worker.fatal:
-            _fail_all(stack, cases, passes, "error", worker.fatal, sink, progress)
+            _fail_all(stack, jobs, "error", worker.fatal, sink, progress)
             return
-        for case in cases:
-            worker = _run_case(worker, stack, case, passes, options, sink)
+        for job in jobs:
+            worker = _run_job(worker, stack, job, options, sink)
             if progress:
-                progress(stack.name, case)
+                progress(stack.name, job.label)
     finally:
         worker.close()
 
@@ -140,12 +164,9 @@ class _DeadWorker:
         pass
 
 
-def _run_case(worker, stack, case, passes, options, sink):
-    """Runs one case; returns the worker to use next (a fresh one after a crash)."""
-    wanted = _passes_for(passes)
-    worker.send({"case": cases_mod.case_to_dict(case), "passes": wanted,
-                 "quick": options.quick, "seed": options.seed,
-                 "calibrate": options.calibrate_rounds})
+def _run_job(worker, stack, job, options, sink):
+    """Runs one job; returns the worker to use next (a fresh one after a crash)."""
+    worker.send(job.payload)
     got = set()
     deadline = time.monotonic() + options.timeout_s
     try:
@@ -156,28 +177,28 @@ def _run_case(worker, stack, case, passes, options, sink):
             sink(msg["record"])
             got.add(msg["record"]["pass"])
     except WorkerTimeout:
-        status, error = "timeout", f"case exceeded the per-case timeout of {options.timeout_s:g} s"
+        status, error = "timeout", f"exceeded the per-case timeout of {options.timeout_s:g} s"
     except WorkerDied as exc:
         status, error = "error", str(exc)
-    for pass_name in wanted:
+    for pass_name in job.passes:
         if pass_name not in got:
-            sink(_failure_record(stack, case, pass_name, status, error, worker.info))
+            sink(_failure_record(stack, job, pass_name, status, error, worker.info))
     worker.close()
     return _start(stack, options)
 
 
-def _fail_all(stack, cases, passes, status, error, sink, progress):
-    for case in cases:
-        for pass_name in _passes_for(passes):
-            sink(_failure_record(stack, case, pass_name, status, error, {}))
+def _fail_all(stack, jobs, status, error, sink, progress):
+    for job in jobs:
+        for pass_name in job.passes:
+            sink(_failure_record(stack, job, pass_name, status, error, {}))
         if progress:
-            progress(stack.name, case)
+            progress(stack.name, job.label)
 
 
-def _failure_record(stack, case, pass_name, status, error, info) -> dict:
+def _failure_record(stack, job, pass_name, status, error, info) -> dict:
     info = dict({"backend": stack.backend}, **info)
     info["stack"] = stack.name
-    record = results.base_record(info, case, pass_name)
+    record = job.blank(info, pass_name)
     record.update(status=status, error=error)
     return record
 
