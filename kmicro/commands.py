@@ -1,6 +1,7 @@
 """The subcommands behind `kmicro`. Each takes parsed args and returns an exit code."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -12,7 +13,8 @@ from kmicro import cases, peaks, report, results, runner, stacks
 from kmicro.cli import default_json, split
 from kmicro.errors import NothingRan, UsageError
 
-console = Console(highlight=False)
+# Wide enough that tables in logs (not a terminal) don't wrap; a terminal sets its own width.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
 
 def _options(args, **extra) -> runner.Options:
@@ -47,8 +49,17 @@ def _run(chosen, case_list, passes, options, sink, finished=frozenset()):
                        task, advance=1, description=f"{stack} {label[:40]}"))
 
 
+def _warn_if_busy():
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    if load > 0.5 * cores:
+        console.print(f"[yellow]! machine busy: load average {load:.1f} on {cores} cores; "
+                      "timings will be noisy (multi-threaded kernels wait on descheduled "
+                      "threads)[/yellow]")
+
+
 def ops(args) -> int:
     chosen, case_list = _selected(args)
+    _warn_if_busy()
     passes = cases.with_passes(split(args.passes))
     path = Path(args.json) if args.json else default_json("ops")
     out = results.ResultsFile(path, resume=args.resume)
@@ -105,6 +116,7 @@ def stacks_(args) -> int:
 
 def calibrate(args) -> int:
     chosen, case_list = _selected(args)
+    _warn_if_busy()
     path = Path(args.json) if args.json else default_json("calibrate")
     out = results.ResultsFile(path)
     _run(chosen, case_list, ("forward", "backward"),

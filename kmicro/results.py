@@ -46,6 +46,8 @@ def base_record(info, case, pass_name) -> dict:
         "n_inputs": case.n_inputs, "data_format": case.data_format, "dtype": case.dtype,
         "status": None, "median_s": None, "iqr_s": None, "compile_s": None,
         "max_rel_err": None, "error": None, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        # other work on the machine distorts timings; keep the evidence with the number
+        "load_avg_1m": round(os.getloadavg()[0], 2), "cpu_count": os.cpu_count(),
     }
 
 

@@ -38,12 +38,13 @@ def main(argv=None):
     except Exception as exc:  # noqa: BLE001 - reported to the runner, which records it
         _send(out, {"type": "fatal", "error": _message(exc)})
         return 1
-    info = dict(adapter.info(), stack=args.stack, python=platform.python_version())
+    info = dict(adapter.info(), stack=args.stack, python=platform.python_version(),
+                requested_device=args.device)
     _send(out, {"type": "ready", "info": info})
     for line in sys.stdin:
         job = json.loads(line)
         handler = calibrate_job if job.get("calibrate") else run_job
-        for record in handler(adapter, info, job, args.device):
+        for record in handler(adapter, info, job):
             _send(out, {"type": "record", "record": record})
         _send(out, {"type": "done"})
     return 0
@@ -58,7 +59,7 @@ def _load_adapter(args):
     return adapter
 
 
-def run_job(adapter, info, job, device):
+def run_job(adapter, info, job):
     case = cases.case_from_dict(job["case"])
     _inject_fault(case)
     policy = timing.Policy.quick() if job.get("quick") else timing.Policy()
@@ -69,14 +70,15 @@ def run_job(adapter, info, job, device):
     results = {}
     for pass_name in job["passes"]:
         record = _base_record(info, case, pass_name)
-        record.update(_run_pass(adapter, case, pass_name, data, policy) if data else failure)
+        fields = _run_pass(adapter, case, pass_name, data, policy) if data else failure
+        record.update(_insist_on_gpu(fields, info["requested_device"]))
         results[pass_name] = record
         gc.collect()
     _derive_backward(results)
     return list(results.values())
 
 
-def calibrate_job(adapter, info, job, device):
+def calibrate_job(adapter, info, job):
     """kmicro's median vs a bare synchronised loop over the same compiled step, interleaved."""
     case = cases.case_from_dict(job["case"])
     data = CaseData(case, job.get("seed", 0))
@@ -144,6 +146,14 @@ def _run_pass(adapter, case, pass_name, data, policy) -> dict:
         return fields
     m = timing.measure(prepared.step, prepared.sync, policy)
     fields.update(m.summary(), status="ok", compile_s=compile_s)
+    return fields
+
+
+def _insist_on_gpu(fields, requested) -> dict:
+    """A pass asked to run on the GPU whose outputs live on the CPU is an error (report 000)."""
+    if requested == "gpu" and fields.get("device") == "cpu":
+        return dict(fields, status="error", median_s=None, iqr_s=None,
+                    error="--device gpu, but this pass ran on the CPU")
     return fields
 
 

@@ -51,9 +51,9 @@ def test_wrong_numbers_are_reported_wrong_and_never_timed(monkeypatch):
     build = adapter.build
     adapter.build = lambda case, weights: build(case, [w * 1.01 for w in weights])
     case = cases.make_case("dense", (2, 8), units=3)
-    info = dict(adapter.info(), stack="numpy", python="3")
+    info = dict(adapter.info(), stack="numpy", python="3", requested_device="auto")
     (record,) = worker.run_job(adapter, info, {"case": cases.case_to_dict(case),
-                                               "passes": ["forward"], "quick": True}, "auto")
+                                               "passes": ["forward"], "quick": True})
     assert record["status"] == "wrong"
     assert record["median_s"] is None and record["max_rel_err"] > 1e-3
 
