@@ -23,7 +23,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kmicro", description="Layer-level microbenchmarks for Keras backends.")
     sub = p.add_subparsers(dest="command", parser_class=_Parser, required=True,
-                           metavar="{stacks,ops,calibrate,report}")
+                           metavar="{stacks,ops,calibrate,compare,report}")
     s = sub.add_parser("stacks", help="stacks, installed or not, versions, device, machine peaks")
     s.add_argument("--device", choices=DEVICES, default="auto")
     s.add_argument("--no-peaks", action="store_true", help="skip measuring matmul/copy peaks")
@@ -44,6 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     _common(c)
     c.add_argument("--ops", default="batchnorm,dense", help="comma list of ops to calibrate")
     c.add_argument("--rounds", type=int, default=5)
+    cmp = sub.add_parser("compare", help="median ratios between two result files")
+    cmp.add_argument("old")
+    cmp.add_argument("new")
+    cmp.add_argument("--tolerance", type=float, default=0.05, help="relative; default 0.05")
+    cmp.add_argument("--min-time", type=float, default=100e-6,
+                     help="ignore cases faster than this many seconds (default 1e-4)")
     r = sub.add_parser("report", help="print the tables of result files")
     r.add_argument("results", nargs="+")
     r.add_argument("--metric", default="time", choices=("time", "gflops", "gbps"))

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kmicro import cases, peaks, report, results, runner, stacks
+from kmicro import cases, compare, peaks, report, results, runner, stacks
 from kmicro.cli import default_json, split
 from kmicro.errors import NothingRan, UsageError
 
@@ -144,4 +144,23 @@ def report_(args) -> int:
 
 
 
-HANDLERS = {"stacks": stacks_, "ops": ops, "calibrate": calibrate, "report": report_}
+def compare_(args) -> int:
+    pairs = compare.changes(results.load(args.old), results.load(args.new), args.min_time)
+    if not pairs:
+        raise NothingRan("no (stack, case, pass) was measured ok in both files")
+    table = Table(title=f"{args.new} vs {args.old}: median ratio new/old")
+    for col in ("stack", "case", "pass", "old", "new", "new/old"):
+        table.add_column(col, justify="right" if col in ("old", "new", "new/old") else "left")
+    for c in sorted(pairs, key=lambda c: -abs(c.ratio - 1)):
+        style = "" if abs(c.ratio - 1) <= args.tolerance else ("red" if c.ratio > 1 else "green")
+        table.add_row(*c.key, report.format_time(c.old_s), report.format_time(c.new_s),
+                      f"[{style}]{c.ratio:.3f}[/{style}]" if style else f"{c.ratio:.3f}")
+    console.print(table)
+    share = compare.agreement(pairs, args.tolerance)
+    console.print(f"{share:.0%} of {len(pairs)} pairs with old median >= "
+                  f"{report.format_time(args.min_time)} agree within {args.tolerance:.0%}")
+    return 0
+
+
+HANDLERS = {"stacks": stacks_, "ops": ops, "calibrate": calibrate, "report": report_,
+            "compare": compare_}

@@ -101,3 +101,15 @@ def test_gpu_check_script_refuses_clearly_without_a_gpu(tmp_path):
                        capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
     assert p.returncode == 2 and "no NVIDIA GPU visible" in p.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_compare_reports_agreement_between_two_runs(kmicro, tmp_path):
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    records = [{"stack": "s", "case": f"c{i}", "pass": "forward", "status": "ok",
+                "median_s": 1e-3} for i in range(4)]
+    old.write_text(json.dumps(records))
+    records[0] = dict(records[0], median_s=2e-3)  # one case got 2x slower
+    new.write_text(json.dumps(records))
+    p = kmicro("compare", str(old), str(new))
+    assert p.returncode == 0, p.stderr
+    assert "75% of 4 pairs" in p.stdout and "2.000" in p.stdout
