@@ -34,8 +34,10 @@ openblas:
 	.envs/$*/bin/pip --disable-pip-version-check -q install -r $<
 	touch $@
 
+RUN := $(shell date +%Y%m%d-%H%M%S)
 bench: env
-	$(VENV)/bin/kmicro ops
+	$(VENV)/bin/kmicro ops --json results/ops-$(RUN).json
+	$(VENV)/bin/kmicro report results/ops-$(RUN).json --peaks -o results/report-$(RUN).html
 
 test: env
 	$(VENV)/bin/python -m pytest -q

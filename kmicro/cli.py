@@ -50,9 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--tolerance", type=float, default=0.05, help="relative; default 0.05")
     cmp.add_argument("--min-time", type=float, default=100e-6,
                      help="ignore cases faster than this many seconds (default 1e-4)")
-    r = sub.add_parser("report", help="print the tables of result files")
+    r = sub.add_parser("report", help="print the tables of result files, or write them as HTML")
     r.add_argument("results", nargs="+")
     r.add_argument("--metric", default="time", choices=("time", "gflops", "gbps"))
+    r.add_argument("-o", "--output", metavar="REPORT.html",
+                   help="write one self-contained HTML report (tables, plots) instead")
+    r.add_argument("--peaks", action="store_true",
+                   help="measure this machine's matmul/copy peaks for the roofline "
+                        "(only meaningful on the machine that ran the results)")
     return p
 
 

@@ -138,8 +138,14 @@ def calibrate(args) -> int:
 
 
 def report_(args) -> int:
-    records = [r for path in args.results for r in results.load(path)]
-    _print_tables(records, args.metric)
+    from kmicro import html_report  # matplotlib: only for this command
+
+    records = html_report.load(args.results)
+    if args.output:
+        out = html_report.write(records, args.output, peaks.measure() if args.peaks else None)
+        console.print(f"report: {out} ({report.status_counts(records)})")
+        return 0
+    _print_tables([r for r in records if html_report.kind(r) == "op"], args.metric)
     return 0
 
 

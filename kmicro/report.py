@@ -127,19 +127,24 @@ def _nhwc(record) -> tuple:
         else shape
 
 
+def layout_pairs(records) -> list:
+    """[((op, config, NHWC shape, pass), {stack: {data_format: record}})] of the cases some
+    stack ran in both layouts (shared by layout_table and html_report)."""
+    pairs = OrderedDict()
+    for r in records:
+        if r["data_format"] and r["status"] in ("ok", "error", "wrong", "unsupported", "timeout"):
+            key = (r["op"], json_key(r["config"]), _nhwc(r), r["pass"])
+            pairs.setdefault(key, {}).setdefault(r["stack"], {})[r["data_format"]] = r
+    return [(k, v) for k, v in pairs.items() if any(len(by_fmt) == 2 for by_fmt in v.values())]
+
+
 def layout_table(records):
     """channels_first vs channels_last of the same layer and shape, per stack, with the ratio.
 
     This is report 001's question: does the BN layout change the cost on this backend?
     None when no case was run in both layouts.
     """
-    pairs = OrderedDict()
-    for r in records:
-        if r["data_format"] and r["status"] in ("ok", "error", "wrong", "unsupported", "timeout"):
-            key = (r["op"], json_key(r["config"]), _nhwc(r), r["pass"])
-            pairs.setdefault(key, {}).setdefault(r["stack"], {})[r["data_format"]] = r
-    rows = [(k, v) for k, v in pairs.items()
-            if any(len(by_fmt) == 2 for by_fmt in v.values())]
+    rows = layout_pairs(records)
     if not rows:
         return None
     stacks = _stacks(records)
