@@ -10,9 +10,8 @@ from pathlib import Path
 
 from kmicro import cases, stacks
 from kmicro.errors import NothingRan, UsageError
-
-DEVICES = ("auto", "cpu", "gpu")
-JIT = ("auto", "on", "off")
+from kmicro.models import command as models_command
+from kmicro.stacks import DEVICES, JIT
 
 
 class _Parser(argparse.ArgumentParser):
@@ -23,7 +22,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kmicro", description="Layer-level microbenchmarks for Keras backends.")
     sub = p.add_subparsers(dest="command", parser_class=_Parser, required=True,
-                           metavar="{stacks,ops,calibrate,compare,report}")
+                           metavar="{stacks,ops,models,diagnose,calibrate,compare,report}")
     s = sub.add_parser("stacks", help="stacks, installed or not, versions, device, machine peaks")
     s.add_argument("--device", choices=DEVICES, default="auto")
     s.add_argument("--no-peaks", action="store_true", help="skip measuring matmul/copy peaks")
@@ -40,6 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--metric", default="time", choices=("time", "gflops", "gbps"))
     o.add_argument("--resume", action="store_true", help="skip cases already finished in --json")
     o.add_argument("--timeout", type=float, default=300.0, help="seconds per case (all passes)")
+    d = sub.add_parser("diagnose", help="explain slow paths from the compiled Keras 2 graphs")
+    d.add_argument("--stacks", help="comma list (default: installed Keras 2 stacks)")
+    d.add_argument("--device", choices=DEVICES, default="auto")
+    d.add_argument("--quick", action="store_true", help="64-sample predict, no inplace comparison")
+    d.add_argument("--json", help="results file (default: results/diagnose-<time>.json)")
     c = sub.add_parser("calibrate", help="harness overhead: kmicro vs a bare synchronised loop")
     _common(c)
     c.add_argument("--ops", default="batchnorm,dense", help="comma list of ops to calibrate")
@@ -58,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--peaks", action="store_true",
                    help="measure this machine's matmul/copy peaks for the roofline "
                         "(only meaningful on the machine that ran the results)")
+    models_command.add_parser(sub)
     return p
 
 

@@ -12,6 +12,7 @@ from rich.table import Table
 from kmicro import cases, compare, peaks, report, results, runner, stacks
 from kmicro.cli import default_json, split
 from kmicro.errors import NothingRan, UsageError
+from kmicro.models import command as models_command
 
 # Wide enough that tables in logs (not a terminal) don't wrap; a terminal sets its own width.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
@@ -70,7 +71,7 @@ def ops(args) -> int:
     mine = [r for r in out.records if r["case"] in ids and r["stack"] in names]
     _print_tables(mine, args.metric)
     console.print(f"results: {path} ({report.status_counts(mine)})")
-    return _exit_code(mine, args.device)
+    return exit_code(mine, args.device)
 
 
 def _print_tables(records, metric):
@@ -83,7 +84,8 @@ def _print_tables(records, metric):
         console.print(f"[yellow]![/yellow] {line}", soft_wrap=True)
 
 
-def _exit_code(records, device) -> int:
+def exit_code(records, device) -> int:
+    """0 when anything ran; bad usage when only a GPU was missing; otherwise nothing ran."""
     if any(r["status"] == "ok" for r in records):
         return 0
     if device == "gpu" and records and all("DeviceUnavailable" in (r["error"] or "")
@@ -91,7 +93,7 @@ def _exit_code(records, device) -> int:
         raise UsageError("--device gpu, but none of the stacks sees a GPU "
                          f"({', '.join(sorted({r['stack'] for r in records}))}); "
                          "use --device cpu or auto")
-    raise NothingRan("no case ran successfully (see the errors above)")
+    raise NothingRan("nothing ran successfully (see the errors above)")
 
 
 def stacks_(args) -> int:
@@ -168,5 +170,26 @@ def compare_(args) -> int:
     return 0
 
 
+def diagnose_(args) -> int:
+    from kmicro import diagnose
+
+    names = args.stacks or [n for n, s in stacks.STACKS.items()
+                            if s.family == "keras2" and s.installed]
+    chosen = stacks.resolve(names)
+    if not chosen:
+        raise NothingRan("no Keras 2 stack is installed; run `make env` or `make legacy`")
+    parts = ("bn", "model") if args.quick else diagnose.PARTS
+    records = diagnose.run(chosen, runner.Options(device=args.device, quick=args.quick), parts)
+    path = Path(args.json) if args.json else default_json("diagnose")
+    out = results.ResultsFile(path)
+    for r in records:
+        out.append(r)
+    console.print(diagnose.table(records))
+    console.print(f"results: {path} ({report.status_counts(records)})")
+    if any(r["status"] == "ok" for r in records):
+        return 0
+    raise NothingRan("no stack could be diagnosed (see the errors above)")
+
+
 HANDLERS = {"stacks": stacks_, "ops": ops, "calibrate": calibrate, "report": report_,
-            "compare": compare_}
+            "compare": compare_, "diagnose": diagnose_, "models": models_command.run}

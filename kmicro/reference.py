@@ -80,9 +80,17 @@ def _from_nhwc(case, a):
 # --- forward / backward per op, channels_last float64 --------------------------------------------
 
 def _windows(x, k, stride):
-    """(N,H,W,C) -> (N,Ho,Wo,k,k,C) view of the k x k patches."""
-    win = np.lib.stride_tricks.sliding_window_view(x, (k, k), axis=(1, 2))
-    return win[:, ::stride, ::stride].transpose(0, 1, 2, 4, 5, 3)
+    """(N,H,W,C) -> (N,Ho,Wo,k,k,C) view of the k x k patches, valid positions only.
+
+    as_strided rather than sliding_window_view: the legacy stacks have NumPy < 1.20.
+    """
+    n, h, w, c = x.shape
+    ho, wo = (h - k) // stride + 1, (w - k) // stride + 1
+    if ho < 1 or wo < 1:
+        raise ValueError(f"a {k}x{k} window does not fit a {h}x{w} input")
+    sn, sh, sw, sc = x.strides
+    return np.lib.stride_tricks.as_strided(
+        x, (n, ho, wo, k, k, c), (sn, sh * stride, sw * stride, sh, sw, sc), writeable=False)
 
 
 def _conv_pad(x, k, padding):

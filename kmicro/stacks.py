@@ -12,6 +12,8 @@ from pathlib import Path
 from kmicro.errors import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
+DEVICES = ("auto", "cpu", "gpu")  # --device: where a stack's work must run
+JIT = ("auto", "on", "off")  # --jit: auto = what a Keras train step does per backend
 
 
 @dataclass(frozen=True)

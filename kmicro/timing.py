@@ -43,8 +43,7 @@ class Measurement:
     def iqr(self) -> float:
         if len(self.samples) < 2:
             return 0.0
-        q1, _, q3 = statistics.quantiles(self.samples, n=4, method="inclusive")
-        return q3 - q1
+        return _quantile(self.samples, 0.75) - _quantile(self.samples, 0.25)
 
     @property
     def rel_iqr(self) -> float:
@@ -57,6 +56,16 @@ class Measurement:
     def summary(self) -> dict:
         return {"median_s": self.median, "iqr_s": self.iqr, "n_samples": len(self.samples),
                 "compile_s": self.compile_s, "noisy": self.noisy}
+
+
+def _quantile(samples, q) -> float:
+    """Linear-interpolation quantile (statistics.quantiles' "inclusive" method); written out
+    because the legacy stacks' Python 3.7 workers lack statistics.quantiles."""
+    data = sorted(samples)
+    pos = q * (len(data) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(data) - 1)
+    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
 
 
 def first_call(step, sync, clock=time.perf_counter):

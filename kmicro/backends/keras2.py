@@ -9,54 +9,11 @@ Theano and TF1 session runs return host NumPy arrays, so a step is already synch
 from __future__ import absolute_import
 
 import os
-import statistics
 
 import numpy as np
 
 from kmicro.backends.base import Prepared, cpu_name
 
-
-def _backport_py37():
-    """The 2018-2019 stacks run Python 3.7 / numpy 1.18, older than what the shared worker code
-    (timing.py: statistics.quantiles, 3.8+; reference.py: sliding_window_view, numpy 1.20+)
-    uses. Until those modules carry their own fallbacks, add the two functions here; this
-    module is imported in Keras 2 worker processes only, before any job runs."""
-    if not hasattr(statistics, "quantiles"):
-        statistics.quantiles = _quantiles
-    if not hasattr(np.lib.stride_tricks, "sliding_window_view"):
-        np.lib.stride_tricks.sliding_window_view = _sliding_window_view
-
-
-def _quantiles(data, n=4, method="exclusive"):
-    # CPython 3.8's statistics.quantiles, both methods.
-    data, ld = sorted(data), len(data)
-    if method == "inclusive":
-        m = ld - 1
-        return [(data[j] * (n - d) + data[j + 1] * d) / n
-                for j, d in (divmod(i * m, n) for i in range(1, n))]
-    m, out = ld + 1, []
-    for i in range(1, n):
-        j = min(max(i * m // n, 1), ld - 1)
-        d = i * m - j * n
-        out.append((data[j - 1] * (n - d) + data[j] * d) / n)
-    return out
-
-
-def _sliding_window_view(x, window_shape, axis):
-    # numpy 1.20's sliding_window_view for the explicit-axis form reference.py uses.
-    x = np.asarray(x)
-    axes = [a % x.ndim for a in axis]
-    shape = list(x.shape)
-    for a, w in zip(axes, window_shape):
-        shape[a] -= w - 1
-    if min(shape) < 1:
-        raise ValueError("window shape cannot be larger than input array shape")
-    strides = x.strides + tuple(x.strides[a] for a in axes)
-    return np.lib.stride_tricks.as_strided(x, tuple(shape) + tuple(window_shape), strides,
-                                           writeable=False)
-
-
-_backport_py37()
 
 BACKEND = os.environ.get("KERAS_BACKEND", "theano")
 import keras  # noqa: E402  (backend must be chosen first)

@@ -24,7 +24,7 @@ os.dup2(2, 1)
 from kmicro.backends import keras2  # noqa: E402  (after the redirect: imports print)
 from kmicro.backends.keras2 import K, keras  # noqa: E402
 
-BATCH, PREDICT_SAMPLES, TIMING_REPEATS = 32, 320, 5
+BATCH = 32
 
 
 def emit(obj):
@@ -133,13 +133,13 @@ def resnet_bn():
     return model
 
 
-def model_part(adapter):
+def model_part(adapter, samples, repeats):
     """Does predict run BN's training-branch reductions, and how long does predict take."""
     import numpy as np
 
     name, fmt = "resnet_bn/predict", "channels_last"
     model = resnet_bn()
-    x = np.random.RandomState(0).normal(0, 1, (PREDICT_SAMPLES, 32, 32, 3)).astype("float32")
+    x = np.random.RandomState(0).normal(0, 1, (samples, 32, 32, 3)).astype("float32")
     n_bn = sum(type(l).__name__ == "BatchNormalization" for l in model.layers)
     finding(name, fmt, "bn_layers", n_bn)
     if keras2.BACKEND == "theano":
@@ -148,7 +148,10 @@ def model_part(adapter):
         finding(name, fmt, "optimizer_excluding", theano.config.optimizer_excluding)
         for key, value in sorted(profiled_predict(model, x).items()):
             finding(name, fmt, key, value)
-    finding(name, fmt, "predict_s", time_predict(model, x))
+    times = time_predict(model, x, repeats)
+    finding(name, fmt, "predict_samples", samples)
+    finding(name, fmt, "predict_s", times[len(times) // 2])
+    finding(name, fmt, "predict_min_s", times[0])
 
 
 def profiled_predict(model, x) -> dict:
@@ -171,25 +174,34 @@ def profiled_predict(model, x) -> dict:
             "reductions_executed_per_batch": calls / float(batches)}
 
 
-def time_predict(model, x) -> float:
-    """Median seconds of model.predict over all samples (after one warm-up predict)."""
+def time_predict(model, x, repeats) -> list:
+    """Sorted seconds of `repeats` model.predict calls over all samples, after one warm-up."""
     model.predict(x, batch_size=BATCH)
     times = []
-    for _ in range(TIMING_REPEATS):
+    for _ in range(repeats):
         t0 = time.perf_counter()
         model.predict(x, batch_size=BATCH)
         times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2]
+    return sorted(times)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--part", choices=("bn", "model"), required=True)
     p.add_argument("--device", default="auto")
+    p.add_argument("--samples", type=int, default=320, help="model part: samples to predict")
+    p.add_argument("--repeats", type=int, default=5, help="model part: timed predict calls")
     args = p.parse_args(argv)
     adapter = keras2.Adapter(device=args.device)
     emit({"type": "info", "info": dict(adapter.info(), python=sys.version.split()[0])})
-    {"bn": bn_part, "model": model_part}[args.part](adapter)
+    if args.part == "bn":
+        bn_part(adapter)
+        return 0
+    try:
+        model_part(adapter, args.samples, args.repeats)
+    except Exception as exc:  # noqa: BLE001 - reported as a record by diagnose.py
+        emit({"type": "error", "case": "resnet_bn/predict", "data_format": "channels_last",
+              "error": "{}: {}".format(type(exc).__name__, str(exc).strip()[:300])})
     return 0
 
 

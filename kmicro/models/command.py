@@ -2,22 +2,16 @@
 
 `add_parser(subparsers)` registers the subcommand; `run(args)` returns an exit code
 (library errors propagate: UsageError -> 2, NothingRan -> 1, mapped by the CLI).
-`python -m kmicro.models.command ...` runs it standalone. Imports stay light at module
-level (rich, the runner) so `kmicro --help` stays fast.
+Imports stay light at module level (no rich, no runner) so `kmicro --help` stays fast.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from kmicro.errors import NothingRan, UsageError
-from kmicro.models import data as data_mod
-from kmicro.models import job as job_mod
-from kmicro.models import zoo
-
-DEVICES = ("auto", "cpu", "gpu")  # as kmicro.cli; not imported from there: cli imports us
-JIT = ("auto", "on", "off")
+from kmicro.errors import UsageError
+from kmicro.models import zoo  # pure Python: the parser needs the model names
+from kmicro.stacks import DEVICES, JIT
 
 
 def add_parser(subparsers):
@@ -49,6 +43,8 @@ def run(args) -> int:
     from rich.console import Console
 
     from kmicro import cli, results, runner, stacks
+    from kmicro.commands import exit_code
+    from kmicro.models import job as job_mod
     from kmicro.models import table
 
     if args.steps < 1:
@@ -61,16 +57,17 @@ def run(args) -> int:
     timeout = args.timeout or (14400.0 if args.full_epoch else 900.0)
     options = runner.Options(device=args.device, jit=args.jit, timeout_s=timeout,
                              worker_module="kmicro.model_worker")
+    jobs = [_job(runner, job_mod, spec, s) for spec, s in zip(specs, settings)]
     for stack in chosen:
-        runner.run_jobs(stack, [_job(runner, spec, s) for spec, s in zip(specs, settings)],
-                        options, out.append, _progress)
+        runner.run_jobs(stack, jobs, options, out.append, _progress)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     console.print(table.measured_table(out.records))
+    console.print(table.caption(out.records), soft_wrap=True)
     console.print(table.published_table([s.name for s in specs]))
     for line in table.problems(out.records):
         console.print("[yellow]![/yellow] " + line, soft_wrap=True)
     console.print("results: {}".format(path))
-    return _exit_code(out.records, args.device)
+    return exit_code(out.records, args.device)
 
 
 def _stacks(stacks, names):
@@ -84,11 +81,14 @@ def _stacks(stacks, names):
 
 
 def _settings(spec, args):
+    from kmicro.models import data as data_mod
+    from kmicro.models import job as job_mod
+
     return job_mod.Settings(model=spec.name, steps=args.steps, full_epoch=args.full_epoch,
                             augment=not args.no_augment, data=data_mod.locate(args.data))
 
 
-def _job(runner, spec, settings):
+def _job(runner, job_mod, spec, settings):
     return runner.Job(settings.payload(), (job_mod.PASS,),
                       lambda info, _pass: job_mod.blank_record(info, spec, settings),
                       job_mod.case_id(spec, settings))
@@ -96,41 +96,3 @@ def _job(runner, spec, settings):
 
 def _progress(stack, label):
     print("kmicro models: {} {} done".format(stack, label), file=sys.stderr, flush=True)
-
-
-def _exit_code(records, device) -> int:
-    if any(r["status"] == "ok" for r in records):
-        return 0
-    if device == "gpu" and records and all("DeviceUnavailable" in (r["error"] or "")
-                                           for r in records):
-        raise UsageError("--device gpu, but none of the stacks sees a GPU ({}); use --device cpu "
-                         "or auto".format(", ".join(sorted({r["stack"] for r in records}))))
-    raise NothingRan("no model ran successfully (see the errors above)")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """A stand-alone `kmicro`-style parser with only this subcommand (tests, `python -m`)."""
-    from kmicro.cli import _Parser
-
-    parser = _Parser(prog="kmicro")
-    add_parser(parser.add_subparsers(dest="command", parser_class=_Parser, required=True))
-    return parser
-
-
-def main(argv=None) -> int:
-    """`python -m kmicro.models.command models ...`, with the CLI's exit codes."""
-    try:
-        return run(build_parser().parse_args(argv))
-    except UsageError as exc:
-        print("kmicro: error: {}".format(exc), file=sys.stderr)
-        return 2
-    except NothingRan as exc:
-        print("kmicro: {}".format(exc), file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("kmicro: interrupted; finished records are kept", file=sys.stderr)
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

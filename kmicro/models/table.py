@@ -64,9 +64,8 @@ def _device(by_model) -> str:
 
 def measured_table(records) -> Table:
     models = _columns(records)
-    table = Table(title="kmicro models — this machine: s/epoch (ms/step) ratio to fastest "
-                        "stack; eval = 10,000 samples; ~ = noisy (IQR/median > 10%)",
-                  title_justify="left", caption=_caption(records), caption_justify="left")
+    # Long explanations go to caption(): rich wraps a title to the table's width.
+    table = Table(title="kmicro models — this machine", title_justify="left")
     table.add_column("stack (device)")
     for m in models:
         table.add_column(_header(records, m), justify="right")
@@ -81,7 +80,7 @@ def measured_table(records) -> Table:
     return table
 
 
-def _caption(records) -> str:
+def caption(records) -> str:
     sources = sorted({r["data"] for r in records})
     data = "; ".join("synthetic CIFAR-shaped data (seeded uint8 /255, no CIFAR-10 on disk)"
                      if s == "synthetic" else "CIFAR-10 from " + s for s in sources)
@@ -90,7 +89,9 @@ def _caption(records) -> str:
     how = "whole epochs measured" if full == {True} else \
         "epochs extrapolated from {} timed steps (median x 50,000 / batch)".format(
             "/".join(map(str, steps)))
-    return "data: {}. {}; first step excluded (compile_s in the JSON).".format(data, how)
+    return ("cells: s/epoch of 50,000 samples (ms/step) ratio to the fastest stack; eval = 10,000 "
+            "samples; ~ = noisy (IQR/median > 10%).\ndata: {}. {}; first step excluded "
+            "(compile_s in the JSON).".format(data, how))
 
 
 def published_table(models) -> Table:
