@@ -95,8 +95,7 @@ def calibrate_job(adapter, info, job):
         for _ in range(job["calibrate"]):
             m = timing.measure(prepared.step, prepared.sync)
             ours.append(m.median)
-            bare.append(statistics.median(
-                timing.bare_loop(prepared.step, prepared.sync, len(m.samples) + m.policy.warmup)))
+            bare.append(timing.bare_loop(prepared.step, prepared.sync, len(m.samples) * m.loops))
         record.update(status="ok", median_s=statistics.median(ours),
                       bare_median_s=statistics.median(bare), rounds=job["calibrate"])
         yield record

@@ -43,6 +43,7 @@ def test_theano_every_op_and_layout_matches_the_reference():
     assert {r["device"] for r in records} == {"cpu"}
     assert all(r["max_rel_err"] <= 1e-3 for r in records)
     assert {r["versions"]["keras"] for r in records} == {"2.3.1"}
+    assert all("blas.ldflags=-lopenblas" in r["theano_flags"] for r in records)  # recorded
 
 
 def test_theano_info_names_the_flags_that_matter():

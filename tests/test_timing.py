@@ -32,16 +32,19 @@ def test_first_call_is_compile_time_and_never_a_sample():
     assert m.median == pytest.approx(0.01) and m.iqr == pytest.approx(0.0)
 
 
+PER_CALL = dict(min_sample_s=0.0)  # one call per sample: every fake duration is visible
+
+
 def test_stops_after_min_samples_when_tight():
     clock = FakeClock([0.002] * 1000)
-    m = timing.measure(clock.step, sync, timing.Policy(warmup=3, min_samples=7), clock)
-    assert len(m.samples) == 7
+    m = timing.measure(clock.step, sync, timing.Policy(warmup=3, min_samples=7, **PER_CALL), clock)
+    assert len(m.samples) == 7 and m.loops == 1
     assert clock.calls == 3 + 7  # warm-up calls are run but not recorded
 
 
 def test_keeps_sampling_noisy_steps_until_budget():
     clock = FakeClock([0.001, 0.003] * 5000)
-    policy = timing.Policy(warmup=0, min_samples=5, budget_s=0.1, max_samples=10_000)
+    policy = timing.Policy(warmup=1, min_samples=5, budget_s=0.1, max_samples=10_000, **PER_CALL)
     m = timing.measure(clock.step, sync, policy, clock)
     assert 45 <= len(m.samples) <= 55  # ~0.1 s of 2 ms-average steps
     assert m.noisy and m.rel_iqr == pytest.approx(1.0)
@@ -50,9 +53,19 @@ def test_keeps_sampling_noisy_steps_until_budget():
 
 def test_max_samples_caps_the_loop():
     clock = FakeClock([0.001, 0.003])
-    policy = timing.Policy(warmup=0, min_samples=3, max_samples=20, budget_s=1e9)
+    policy = timing.Policy(warmup=1, min_samples=3, max_samples=20, budget_s=1e9, **PER_CALL)
     m = timing.measure(clock.step, sync, policy, clock)
     assert len(m.samples) == 20
+
+
+def test_fast_calls_are_averaged_over_loops_per_sample():
+    # Alternating 1 ms / 3 ms calls: one per sample is 100% IQR; ten per sample average out.
+    clock = FakeClock([0.001, 0.003])
+    policy = timing.Policy(warmup=2, min_samples=5, min_sample_s=0.01, budget_s=1e9)
+    m = timing.measure(clock.step, sync, policy, clock)
+    assert m.loops == 10  # 10 ms per sample / the fastest warm-up call (1 ms)
+    assert m.median == pytest.approx(0.002) and m.iqr == pytest.approx(0.0)
+    assert len(m.samples) == 5 and clock.calls == 2 + 5 * 10
 
 
 def test_quick_policy_is_cheaper():
@@ -68,6 +81,6 @@ def test_median_and_iqr_are_order_statistics():
     assert s["n_samples"] == 5 and s["median_s"] == 3.0
 
 
-def test_bare_loop_times_each_synchronised_call():
-    clock = FakeClock([0.004] * 10)
-    assert timing.bare_loop(clock.step, sync, 4, clock) == [pytest.approx(0.004)] * 4
+def test_bare_loop_is_the_mean_of_synchronised_calls():
+    clock = FakeClock([0.004, 0.002])
+    assert timing.bare_loop(clock.step, sync, 4, clock) == pytest.approx(0.003)

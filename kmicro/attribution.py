@@ -1,0 +1,481 @@
+"""`kmicro attribute`: a model's training step split into its layers, on every stack.
+
+Framework-free, CLI side: validates input, plans one worker's jobs per stack
+(kmicro/attribute_worker.py does the work), and analyses the records: per-layer and
+per-type shares of the step, the unexplained remainder, the dominant layer type across
+stacks, ablation deltas. `add_parser(subparsers)` registers the subcommand and
+`run(args)` returns an exit code (UsageError -> 2, NothingRan -> 1, mapped by the CLI).
+Module-level imports stay light so `kmicro --help` stays fast.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from dataclasses import asdict, dataclass
+from importlib.machinery import PathFinder
+from pathlib import Path
+from typing import Optional
+
+from kmicro.errors import NothingRan, UsageError
+from kmicro.models import zoo
+from kmicro.stacks import DEVICES, JIT
+
+DESCRIBE = "describe"  # the worker's layer list: kept in memory, not written to the results
+LAYER_PASSES = ("forward", "backward")  # training-mode forward; forward+backward
+TOLERATED = 0.25  # |remainder| / step above this: the layers do not explain the step
+REMAINDER_MEANING = (
+    "remainder = step - sum of layers (fwd+bwd). Positive: work outside the layers (loss, "
+    "metrics, optimizer update, per-step framework overhead). Negative: the whole step is "
+    "cheaper than its parts timed alone (fusion across layers, per-call overhead that timing "
+    "layers one by one pays once per layer).")
+
+
+@dataclass(frozen=True)
+class Request:
+    model: str  # built-in name or module:function returning a Keras 3 model
+    model_keras2: Optional[str] = None  # module:function returning a Keras 2 model
+    ablate: Optional[str] = None
+    steps: int = 20
+    batch: Optional[int] = None  # None: the built-in's batch size, 32 for user models
+    quick: bool = False
+    seed: int = 0
+    cwd: str = ""  # user modules are imported from here first, as `python -m` would
+
+    @property
+    def builtin(self) -> bool:
+        return self.model in zoo.MODELS
+
+    def source(self, family) -> Optional[str]:
+        """What this stack family builds: the built-in's name or its module:function."""
+        if self.builtin:
+            return self.model
+        return self.model_keras2 if family == "keras2" else self.model
+
+    def payload(self, family, kind, **extra) -> dict:
+        batch = self.batch or (zoo.get(self.model).batch_size if self.builtin else 32)
+        return dict(asdict(self), kind=kind, source=self.source(family), builtin=self.builtin,
+                    batch=batch, **extra)
+
+
+# ---- input checks (parent side: no framework is imported here) ---------------------------
+
+def check_source(source, flag):
+    """A module:function must name a findable module that defines the function. Checked by
+    reading the source (ast), never importing it: the user's module imports Keras."""
+    module, sep, name = source.partition(":")
+    if not sep or not module or not name.isidentifier():
+        raise UsageError(f"{flag} {source!r}: expected a built-in model "
+                         f"({', '.join(zoo.MODELS)}) or module:function")
+    spec = _find_module(module)
+    if spec is None:
+        raise UsageError(f"{flag} {source}: no module named {module!r} (searched the current "
+                         "directory and sys.path)")
+    if not (spec.origin or "").endswith(".py"):
+        return  # compiled or namespace module: the worker's import decides
+    try:
+        names = _top_level_names(ast.parse(Path(spec.origin).read_text()).body)
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise UsageError(f"{flag} {source}: cannot read {spec.origin}: {exc}") from None
+    if names is not None and name not in names:
+        raise UsageError(f"{flag} {source}: module {module} defines no {name!r}")
+
+
+def _find_module(module):
+    path = [os.getcwd()] + sys.path
+    parts = module.split(".")
+    spec = None
+    for i in range(len(parts)):
+        spec = PathFinder.find_spec(".".join(parts[:i + 1]), path)
+        if spec is None:
+            return None
+        path = list(spec.submodule_search_locations or [])
+    return spec
+
+
+def _top_level_names(body):
+    """Names a module body defines (also under if/try/with); None when unknowable
+    (`import *`, a module __getattr__)."""
+    names = set()
+    for node in body:
+        if isinstance(node, (ast.If, ast.Try, ast.With)):
+            inner = _top_level_names(node.body + getattr(node, "orelse", [])
+                                     + getattr(node, "finalbody", [])
+                                     + [s for h in getattr(node, "handlers", []) for s in h.body])
+            if inner is None:
+                return None
+            names |= inner
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(a.name == "*" for a in node.names):
+                return None
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return None if "__getattr__" in names else names
+
+
+def removable_types(layers) -> list:
+    """Layer types whose every layer has one input and keeps its shape: removing them
+    leaves a model with the same shapes everywhere."""
+    types = {}
+    for layer in layers:
+        keeps = len(layer["input_shapes"]) == 1 and layer["input_shapes"] == layer["output_shapes"]
+        types[layer["type"]] = types.get(layer["type"], True) and keeps
+    return sorted(t for t, ok in types.items() if ok)
+
+
+def check_ablate(layer_type, layers, model):
+    ok = removable_types(layers)
+    if layer_type and layer_type not in ok:
+        present = {layer["type"] for layer in layers}
+        why = "changes the shape or takes several inputs" if layer_type in present else \
+            "is not in the model"
+        raise UsageError(f"--ablate {layer_type}: {why} ({model}); removable layer types "
+                         f"present: {', '.join(ok) or 'none'}")
+
+
+def _ok(record) -> bool:
+    return record["status"] == "ok" and bool(record.get("median_s"))
+
+
+# ---- analysis ----------------------------------------------------------------------------
+
+def step_of(records, stack, pass_name="step"):
+    return next((r for r in records if r["stack"] == stack and r["pass"] == pass_name
+                 and _ok(r)), None)
+
+
+def stacks_of(records) -> list:
+    return list(dict.fromkeys(r["stack"] for r in records))
+
+
+def summary(records, stack) -> Optional[dict]:
+    """Sum of the layers' fwd+bwd, seconds per layer type and the remainder of one stack."""
+    step = step_of(records, stack)
+    layers = [r for r in records if r["stack"] == stack and r["pass"] == "backward"]
+    if step is None or not layers:
+        return None
+    by_type = {}
+    for r in layers:
+        if _ok(r):
+            by_type[r["layer_type"]] = by_type.get(r["layer_type"], 0.0) + r["median_s"]
+    explained = sum(by_type.values())
+    remainder = step["median_s"] - explained
+    return {"step_s": step["median_s"], "layers_s": explained, "remainder_s": remainder,
+            "remainder_share": remainder / step["median_s"], "by_type_s": by_type,
+            "layers_missing": sum(1 for r in layers if not _ok(r))}
+
+
+def shares_by_stack(records) -> dict:
+    """{stack: {layer_type: seconds}} plus the positive remainder, for plots.stacked_shares."""
+    out = {}
+    for stack in stacks_of(records):
+        s = summary(records, stack)
+        if s:
+            out[stack] = dict(s["by_type_s"], **({"(remainder)": s["remainder_s"]}
+                                                 if s["remainder_s"] > 0 else {}))
+    return out
+
+
+def type_ranking(records) -> list:
+    """[(type, {stack: (seconds, share)}, slowest/fastest)] by mean share, largest first."""
+    sums = {st: summary(records, st) for st in stacks_of(records)}
+    sums = {st: s for st, s in sums.items() if s}
+    types = dict.fromkeys(t for s in sums.values() for t in s["by_type_s"])
+    rows = []
+    for t in types:
+        cells = {st: (s["by_type_s"][t], s["by_type_s"][t] / s["step_s"])
+                 for st, s in sums.items() if t in s["by_type_s"]}
+        times = [c[0] for c in cells.values()]
+        rows.append((t, cells, max(times) / min(times) if min(times) > 0 else None))
+    return sorted(rows, key=lambda r: -sum(c[1] for c in r[1].values()) / len(r[1]))
+
+
+def dominant_lines(records, top=3) -> list:
+    """'BatchNormalization: 52% of the step on theano, 48% on tensorflow; 2.1x slower on
+    theano than tensorflow' for the types with the largest mean share."""
+    lines = []
+    for t, cells, ratio in type_ranking(records)[:top]:
+        order = sorted(cells, key=lambda st: -cells[st][1])
+        shares = ", ".join(f"{cells[st][1]:.0%}" + (" of the step" if i == 0 else "")
+                           + f" on {st}" for i, st in enumerate(order))
+        line = f"{t}: {shares}"
+        if ratio and len(cells) > 1:
+            slow = max(cells, key=lambda st: cells[st][0])
+            fast = min(cells, key=lambda st: cells[st][0])
+            line += f"; {ratio:.1f}x slower on {slow} than {fast}"
+        lines.append(line)
+    return lines
+
+
+def ratio_ranking(records) -> list:
+    """Layer types by cross-stack ratio (slowest/fastest stack), largest first."""
+    rows = [(t, r) for t, _, r in type_ranking(records) if r]
+    return sorted(rows, key=lambda x: -x[1])
+
+
+def ablation(records, stack) -> Optional[dict]:
+    step, cut = step_of(records, stack), step_of(records, stack, "ablated_step")
+    if not (step and cut):
+        return None
+    delta = cut["median_s"] - step["median_s"]
+    return {"step_s": step["median_s"], "ablated_s": cut["median_s"], "delta_s": delta,
+            "delta_pct": delta / step["median_s"], "ablate": cut["ablate"]}
+
+
+def ranked_layers(records, stack) -> list:
+    """A stack's ok layer records (fwd+bwd), most expensive first."""
+    mine = [r for r in records if r["stack"] == stack and r["pass"] == "backward" and _ok(r)]
+    return sorted(mine, key=lambda r: -r["median_s"])
+
+
+# ---- orchestration -----------------------------------------------------------------------
+
+class _StackPlan:
+    """One stack's jobs, made as the answers arrive: the layer jobs need the worker's layer
+    list. runner.run_jobs takes the next job only after the last one's records reached
+    `sink`, so iterating lazily is enough; a UsageError raised here closes the worker."""
+
+    def __init__(self, request, stack, out):
+        self.request, self.stack, self.out, self.described = request, stack, out, None
+
+    def __bool__(self):
+        return True
+
+    def __iter__(self):
+        yield self._job(DESCRIBE, (DESCRIBE,))
+        d = self.described
+        if d and d.get("usage"):
+            raise UsageError(d["error"])
+        if not d or d["status"] != "ok":
+            return  # the model does not build here: the sink kept the failure as its step
+        check_ablate(self.request.ablate, d["layers"], self.request.model)
+        yield self._job("step", ("step",), input_shapes=d["input_shapes"])
+        for layer in d["layers"]:
+            yield self._job("layer", LAYER_PASSES, layer=layer)
+        if self.request.ablate:
+            yield self._job("ablated_step", ("ablated_step",), input_shapes=d["input_shapes"])
+
+    def _job(self, kind, passes, **extra):
+        from kmicro import attribute_worker, runner
+
+        payload = self.request.payload(self.stack.family, kind, **extra)
+        label = extra["layer"]["key"] if "layer" in extra else kind
+        return runner.Job(payload, passes,
+                          lambda info, p: attribute_worker.blank_record(info, payload, p), label)
+
+    def sink(self, record):
+        if record["pass"] == DESCRIBE:
+            self.described = record
+            if record["status"] == "ok" or record.get("usage"):
+                return
+            record = dict(record, **{"pass": "step"})  # no model here means no step either
+        step = step_of(self.out.records, record["stack"])
+        if step and _ok(record) and record["pass"] in LAYER_PASSES:
+            record["share"] = record["median_s"] / step["median_s"]
+        if record["pass"] == "ablated_step" and step and _ok(record):
+            record["delta_s"] = record["median_s"] - step["median_s"]
+            record["delta_pct"] = record["delta_s"] / step["median_s"]
+        self.out.append(record)
+
+
+def _unsupported(request, stack, out):
+    from kmicro import attribute_worker
+
+    payload = request.payload(stack.family, "step")
+    record = attribute_worker.blank_record({"stack": stack.name, "backend": stack.backend},
+                                           payload, "step")
+    record.update(status="unsupported", error=f"{request.model} builds a Keras 3 model; give "
+                  "the Keras 2 equivalent with --model-keras2 module:function")
+    out.append(record)
+
+
+def attribute(request, chosen, options, out, progress=None):
+    """Run the request on every stack, one after another; summaries go into the step records."""
+    from kmicro import runner
+
+    for stack in chosen:
+        if request.source(stack.family) is None:
+            _unsupported(request, stack, out)
+            continue
+        plan = _StackPlan(request, stack, out)
+        runner.run_jobs(stack, plan, options, plan.sink, progress)
+        s, step = summary(out.records, stack.name), step_of(out.records, stack.name)
+        if s and step:
+            out.append(dict(step, **s))
+
+
+# ---- tables ------------------------------------------------------------------------------
+
+def _ms(seconds) -> str:
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def layer_table(records):
+    from rich.table import Table
+
+    stacks = [st for st in stacks_of(records) if summary(records, st)]
+    table = Table(title=f"{records[0]['model']}: fwd+bwd per layer (share of the step)",
+                  title_justify="left")
+    for col in ["layer"] + stacks:
+        table.add_column(col, justify="left" if col == "layer" else "right")
+    rows = {}
+    for r in records:
+        if r["pass"] == "backward":
+            rows.setdefault(r["layer_key"], {"name": r["layer"]})[r["stack"]] = r
+    for key, by in rows.items():
+        table.add_row(f"{key} ({by['name']})", *[_layer_cell(by.get(st)) for st in stacks])
+    sums = [summary(records, st) for st in stacks]
+    table.add_section()
+    table.add_row("sum of layers", *[f"{_ms(s['layers_s'])} {s['layers_s'] / s['step_s']:.0%}"
+                                     for s in sums])
+    table.add_row("measured step", *[_ms(s["step_s"]) for s in sums])
+    table.add_row("remainder", *[f"{_ms(s['remainder_s'])} {s['remainder_share']:+.0%}"
+                                 + (" !" if abs(s["remainder_share"]) > TOLERATED else "")
+                                 for s in sums])
+    return table
+
+
+def _layer_cell(record) -> str:
+    if record is None:
+        return "—"
+    if not _ok(record):
+        return record["status"]
+    return f"{'~' if record.get('noisy') else ''}{_ms(record['median_s'])} {record['share']:.0%}"
+
+
+def type_table(records):
+    from rich.table import Table
+
+    ranking = type_ranking(records)
+    stacks = [st for st in stacks_of(records) if summary(records, st)]
+    table = Table(title="per layer type: fwd+bwd (share of the step), by mean share",
+                  title_justify="left")
+    for col in ["layer type"] + stacks + ["slowest/fastest"]:
+        table.add_column(col, justify="left" if col == "layer type" else "right")
+    for t, cells, ratio in ranking:
+        table.add_row(t, *[f"{_ms(cells[st][0])} {cells[st][1]:.0%}" if st in cells else "—"
+                           for st in stacks], f"{ratio:.2f}x" if ratio else "—")
+    return table
+
+
+def ablation_table(records):
+    from rich.table import Table
+
+    rows = [(st, ablation(records, st)) for st in stacks_of(records)]
+    rows = [(st, a) for st, a in rows if a]
+    if not rows:
+        return None
+    table = Table(title=f"ablation: step without {rows[0][1]['ablate']}", title_justify="left")
+    for col in ("stack", "step", "ablated step", "delta", "delta %"):
+        table.add_column(col, justify="left" if col == "stack" else "right")
+    for st, a in rows:
+        table.add_row(st, _ms(a["step_s"]), _ms(a["ablated_s"]), _ms(a["delta_s"]),
+                      f"{a['delta_pct']:+.1%}")
+    return table
+
+
+def print_report(records, console):
+    if any(summary(records, st) for st in stacks_of(records)):
+        console.print(layer_table(records))
+        console.print(type_table(records))
+        console.print("dominant layer types:", *dominant_lines(records), sep="\n  ")
+        ratios = ", ".join(f"{t} {r:.2f}x" for t, r in ratio_ranking(records))
+        console.print(f"by cross-stack ratio (slowest/fastest stack): {ratios}", soft_wrap=True)
+        console.print(REMAINDER_MEANING + f" '!' marks |remainder| > {TOLERATED:.0%}.",
+                      soft_wrap=True)
+    table = ablation_table(records)
+    if table:
+        console.print(table)
+    for r in records:
+        if r["status"] != "ok":
+            console.print(f"[yellow]![/yellow] {r['stack']} {r['case']} {r['pass']}: "
+                          f"{r['status']}: {r['error']}", soft_wrap=True)
+
+
+# ---- command -----------------------------------------------------------------------------
+
+def add_parser(subparsers):
+    p = subparsers.add_parser("attribute", help="split a model's training step into its layers "
+                                                "on every stack (shares, ablation)")
+    p.add_argument("--model", required=True, metavar="NAME|MODULE:FUNCTION",
+                   help=f"built-in ({', '.join(zoo.MODELS)}) or a function returning an "
+                        "uncompiled Keras 3 model")
+    p.add_argument("--model-keras2", metavar="MODULE:FUNCTION",
+                   help="the same model for Keras 2 stacks (theano, tf1)")
+    p.add_argument("--stacks", help="comma list of stacks (default: installed stacks that train)")
+    p.add_argument("--ablate", metavar="LAYER_TYPE",
+                   help="also time the step without this shape-preserving layer type")
+    p.add_argument("--steps", type=int, default=20, help="timed train steps (default 20)")
+    p.add_argument("--batch", type=int, help="batch size (default: the model's, 32 for user models)")
+    p.add_argument("--quick", action="store_true", help="fewer samples per layer: smoke runs")
+    p.add_argument("--device", choices=DEVICES, default="auto")
+    p.add_argument("--jit", choices=JIT, default="auto",
+                   help="auto = what a Keras train step does per backend; on/off forces it")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per job (default 600)")
+    p.add_argument("--json", help="results file (default: results/attribute-<time>.json)")
+    p.set_defaults(command="attribute", handler=run)
+    return p
+
+
+def request_from(args) -> Request:
+    if args.steps < 1 or (args.batch is not None and args.batch < 1):
+        raise UsageError("--steps and --batch must be at least 1")
+    if args.model not in zoo.MODELS:
+        check_source(args.model, "--model")
+    if args.model_keras2:
+        if args.model in zoo.MODELS:
+            raise UsageError("--model-keras2 goes with a module:function --model; built-in "
+                             "models are defined once for every Keras")
+        check_source(args.model_keras2, "--model-keras2")
+    return Request(args.model, args.model_keras2, args.ablate, args.steps, args.batch,
+                   args.quick, cwd=os.getcwd())
+
+
+def run(args) -> int:
+    from rich.console import Console
+
+    from kmicro import cli, results, runner, stacks
+    from kmicro.commands import exit_code
+
+    request = request_from(args)
+    chosen = stacks.resolve(args.stacks) if args.stacks else \
+        [s for s in stacks.resolve(None) if s.backward]  # numpy cannot train
+    if not chosen:
+        raise NothingRan("no stack is installed; run `make env` first")
+    path = Path(args.json) if args.json else cli.default_json("attribute")
+    out = results.ResultsFile(path)
+    options = runner.Options(device=args.device, jit=args.jit, quick=args.quick,
+                             timeout_s=args.timeout, worker_module="kmicro.attribute_worker")
+    attribute(request, chosen, options, out, _progress)
+    print_report(out.records, Console(highlight=False, width=None if sys.stdout.isatty() else 160))
+    print(f"results: {path}")
+    return exit_code(out.records, args.device)
+
+
+def _progress(stack, label):
+    if label != DESCRIBE:  # a usage error found by the describe job stays one line on stderr
+        print(f"kmicro attribute: {stack} {label} done", file=sys.stderr, flush=True)
+
+
+def main(argv=None) -> int:
+    """`python -m kmicro.attribution attribute ...`: the subcommand on its own parser."""
+    from kmicro import cli
+
+    parser = cli._Parser(prog="kmicro")
+    add_parser(parser.add_subparsers(dest="command", parser_class=cli._Parser, required=True))
+    try:
+        return run(parser.parse_args(argv))
+    except UsageError as exc:
+        print(f"kmicro: error: {exc}", file=sys.stderr)
+        return 2
+    except NothingRan as exc:
+        print(f"kmicro: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

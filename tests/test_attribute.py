@@ -1,0 +1,185 @@
+"""`kmicro attribute`: analysis on hand-made records, then the CLI on real stacks, small models.
+
+User models come from tests/user_models.py as user_models:FUNCTION (tests/ is put on the
+PYTHONPATH of the CLI and its workers, as a user's own directory would be).
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, load
+from kmicro import attribute_worker, attribution, stacks
+from kmicro.errors import UsageError
+from kmicro.models import graph, zoo
+
+TESTS = Path(__file__).resolve().parent
+CONTRACT = ("stack", "backend", "versions", "device", "case", "status", "median_s", "iqr_s",
+            "compile_s", "max_rel_err", "error", "kind", "model", "layer", "layer_type", "pass",
+            "input_shape", "share")
+
+
+def kmicro_attribute(*args, timeout=300):
+    """The real CLI once `attribute` is wired into kmicro.cli, else the module's own parser."""
+    from kmicro import commands
+
+    entry = "kmicro.cli" if "attribute" in commands.HANDLERS else "kmicro.attribution"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", entry, "attribute", *args], capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=timeout)
+
+
+def needs(*names):
+    missing = [n for n in names if not stacks.STACKS[n].installed]
+    return pytest.mark.skipif(bool(missing), reason=f"stacks not installed: {missing}")
+
+
+# --- framework-free parts ------------------------------------------------------------------
+
+def rec(stack, pass_name, seconds, layer_type=None, key=None, status="ok", ablate=None):
+    return {"stack": stack, "pass": pass_name, "median_s": seconds, "status": status,
+            "layer_type": layer_type, "layer_key": key, "layer": key, "model": "m",
+            "ablate": ablate, "case": f"m/{key}", "noisy": False,
+            "share": seconds / (0.1 if stack == "theano" else 0.05) if seconds else None}
+
+
+def two_stacks():
+    return [rec("theano", "step", 0.100), rec("theano", "backward", 0.050, "BatchNormalization", "BN#0"),
+            rec("theano", "backward", 0.030, "Conv2D", "Conv2D#0"),
+            rec("theano", "ablated_step", 0.060, ablate="BatchNormalization"),
+            rec("tensorflow", "step", 0.050), rec("tensorflow", "backward", 0.024, "BatchNormalization", "BN#0"),
+            rec("tensorflow", "backward", 0.030, "Conv2D", "Conv2D#0"),
+            rec("tensorflow", "backward", None, "Dense", "Dense#0", status="error")]
+
+
+def test_shares_remainder_ranking_and_ablation_deltas():
+    records = two_stacks()
+    th, tf = attribution.summary(records, "theano"), attribution.summary(records, "tensorflow")
+    assert th["layers_s"] == pytest.approx(0.080) and th["remainder_s"] == pytest.approx(0.020)
+    assert tf["remainder_s"] == pytest.approx(-0.004) and tf["layers_missing"] == 1
+    assert attribution.dominant_lines(records)[0] == (
+        "BatchNormalization: 50% of the step on theano, 48% on tensorflow; "
+        "2.1x slower on theano than tensorflow")
+    assert [t for t, _ in attribution.ratio_ranking(records)] == ["BatchNormalization", "Conv2D"]
+    shares = attribution.shares_by_stack(records)
+    assert shares["theano"]["(remainder)"] == pytest.approx(0.020)
+    assert "(remainder)" not in shares["tensorflow"]  # a negative remainder cannot be a bar
+    cut = attribution.ablation(records, "theano")
+    assert cut["delta_s"] == pytest.approx(-0.040) and cut["delta_pct"] == pytest.approx(-0.4)
+    assert attribution.ablation(records, "tensorflow") is None
+    assert attribution.ranked_layers(records, "theano")[0]["layer_type"] == "BatchNormalization"
+
+
+def layer(kind, ins, out):
+    return {"type": kind, "input_shapes": ins, "output_shapes": out}
+
+
+def test_only_shape_keeping_single_input_types_are_removable():
+    a, b = [32, 8, 8, 16], [32, 8, 8, 4]
+    layers = [layer("Conv2D", [a], [a]), layer("Conv2D", [a], [b]), layer("Activation", [a], [a]),
+              layer("Add", [a, a], [a]), layer("BatchNormalization", [a], [a])]
+    assert attribution.removable_types(layers) == ["Activation", "BatchNormalization"]
+    attribution.check_ablate("BatchNormalization", layers, "m")
+    with pytest.raises(UsageError, match="Conv2D: changes the shape.*present: Activation, "
+                                         "BatchNormalization$"):
+        attribution.check_ablate("Conv2D", layers, "m")
+    with pytest.raises(UsageError, match="LSTM: is not in the model"):
+        attribution.check_ablate("LSTM", layers, "m")
+
+
+def test_ablated_builtin_spec_is_the_model_without_that_layer():
+    cut = attribute_worker.without(zoo.get("resnet_bn"), "BatchNormalization")
+    nobn = zoo.get("resnet_nobn")
+    assert [(n.layer, n.kwargs) for n in cut.nodes] == [(n.layer, n.kwargs) for n in nobn.nodes]
+    names = {n.name for n in cut.nodes} | {graph.INPUT}
+    assert all(i in names for n in cut.nodes for i in n.inputs)
+
+
+def test_user_functions_are_checked_without_importing_them():
+    attribution.check_source("user_models:bn_heavy", "--model")
+    for source, message in (("no_such_module_xyz:f", "no module named 'no_such_module_xyz'"),
+                            ("user_models:missing", "defines no 'missing'"),
+                            ("resnet50", "expected a built-in model (cifar10_cnn, resnet_bn")):
+        with pytest.raises(UsageError, match=message.replace("(", r"\(")):
+            attribution.check_source(source, "--model")
+
+
+# --- real stacks -----------------------------------------------------------------------------
+
+@needs("jax")
+def test_user_model_every_layer_timed_and_the_expensive_layer_ranks_first(tmp_path):
+    out = tmp_path / "a.json"
+    p = kmicro_attribute("--model", "user_models:one_expensive", "--stacks", "jax,theano",
+                         "--steps", "3", "--quick", "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    records = load(out)
+    assert all(all(f in r for f in CONTRACT) for r in records)
+    assert {r["kind"] for r in records} == {"attribution"}
+    jax = [r for r in records if r["stack"] == "jax"]
+    layers = [r for r in jax if r["pass"] in ("forward", "backward")]
+    assert len(layers) == 2 * 5 and all(r["status"] == "ok" for r in jax)  # InputLayer skipped
+    assert attribution.ranked_layers(records, "jax")[0]["layer"] == "expensive"
+    step = next(r for r in jax if r["pass"] == "step")
+    assert step["share"] == 1.0 and step["input_shape"] == [32, 16, 16, 8]
+    explained = sum(r["share"] for r in layers if r["pass"] == "backward")
+    assert explained + step["remainder_share"] == pytest.approx(1.0)
+    theano = [r for r in records if r["stack"] == "theano"]
+    assert [(r["pass"], r["status"]) for r in theano] == [("step", "unsupported")]
+    assert "--model-keras2" in theano[0]["error"]
+    assert "Conv2D" in p.stdout and "remainder" in p.stdout
+
+
+@needs("jax")
+def test_removing_batchnorm_makes_the_step_faster(tmp_path):
+    out = tmp_path / "a.json"
+    p = kmicro_attribute("--model", "user_models:bn_heavy", "--stacks", "jax", "--steps", "5",
+                         "--quick", "--ablate", "BatchNormalization", "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    cut = next(r for r in load(out) if r["pass"] == "ablated_step")
+    assert cut["status"] == "ok" and cut["ablate"] == "BatchNormalization"
+    assert cut["delta_s"] < 0 and cut["case"] == "user_models:bn_heavy@b32-BatchNormalization"
+    assert "ablation: step without BatchNormalization" in p.stdout
+
+
+def one_line_exit_2(p, text):
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+    assert text in p.stderr
+
+
+@needs("jax")
+@pytest.mark.parametrize("model, text", [
+    ("user_models:not_a_model", "user_models:not_a_model returned list, not a Keras 3 model"),
+    ("user_models:broken", "calling it raised ValueError: this model has a bug"),
+    ("no_such_module_xyz:f", "no module named 'no_such_module_xyz'"),
+    ("user_models:missing", "module user_models defines no 'missing'"),
+])
+def test_bad_user_function_is_exit_2_one_line(model, text):
+    one_line_exit_2(kmicro_attribute("--model", model, "--stacks", "jax", "--quick"), text)
+
+
+@needs("jax")
+@pytest.mark.parametrize("model, ablate, text", [
+    ("resnet_bn", "Conv2D", "Conv2D: changes the shape or takes several inputs (resnet_bn); "
+                            "removable layer types present: Activation, BatchNormalization"),
+    ("user_models:bn_heavy", "LSTM", "LSTM: is not in the model"),
+])
+def test_bad_ablate_is_exit_2_naming_the_removable_types(model, ablate, text):
+    one_line_exit_2(kmicro_attribute("--model", model, "--stacks", "jax", "--ablate", ablate),
+                    text)
+
+
+@needs("theano")
+def test_keras2_function_on_theano(tmp_path):
+    out = tmp_path / "a.json"
+    p = kmicro_attribute("--model", "user_models:small_cnn", "--model-keras2",
+                         "user_models:small_cnn", "--stacks", "theano", "--steps", "3", "--quick",
+                         "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    records = load(out)
+    assert all(r["status"] == "ok" and r["device"] == "cpu" for r in records), records
+    assert {r["layer_type"] for r in records if r["pass"] == "backward"} == {
+        "Conv2D", "BatchNormalization", "MaxPooling2D", "Dropout", "Flatten", "Dense"}
+    assert next(r for r in records if r["pass"] == "step")["versions"]["keras"] == "2.3.1"
