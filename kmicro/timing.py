@@ -23,7 +23,7 @@ class Policy:
     max_samples: int = 200
     min_sample_s: float = 0.01  # calls per sample are chosen so a sample lasts this long
     target_rel_iqr: float = 0.03  # stop early once IQR/median is below this...
-    budget_s: float = 1.0  # ...or once this much time was spent sampling
+    budget_s: float = 0.6  # ...or once this much time was spent sampling
     noisy_rel_iqr: float = 0.10  # flag the result above this
 
     @classmethod
