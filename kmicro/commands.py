@@ -69,9 +69,10 @@ def ops(args) -> int:
     ids = {c.id for c in case_list}
     names = {s.name for s in chosen}
     mine = [r for r in out.records if r["case"] in ids and r["stack"] in names]
+    refuse_missing_gpu(mine, args.device)
     _print_tables(mine, args.metric)
     console.print(f"results: {path} ({report.status_counts(mine)})")
-    return exit_code(mine, args.device)
+    return exit_code(mine)
 
 
 def _print_tables(records, metric):
@@ -84,15 +85,19 @@ def _print_tables(records, metric):
         console.print(f"[yellow]![/yellow] {line}", soft_wrap=True)
 
 
-def exit_code(records, device) -> int:
-    """0 when anything ran; bad usage when only a GPU was missing; otherwise nothing ran."""
-    if any(r["status"] == "ok" for r in records):
-        return 0
+def refuse_missing_gpu(records, device):
+    """--device gpu where no stack has one is bad usage: one line, records kept on disk."""
     if device == "gpu" and records and all("DeviceUnavailable" in (r["error"] or "")
                                            for r in records):
         raise UsageError("--device gpu, but none of the stacks sees a GPU "
                          f"({', '.join(sorted({r['stack'] for r in records}))}); "
                          "use --device cpu or auto")
+
+
+def exit_code(records) -> int:
+    """0 when anything ran, else NothingRan (exit 1)."""
+    if any(r["status"] == "ok" for r in records):
+        return 0
     raise NothingRan("nothing ran successfully (see the errors above)")
 
 

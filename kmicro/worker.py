@@ -1,62 +1,28 @@
-"""`python -m kmicro.worker --stack NAME`: one stack, jobs in, one JSON line per result out.
+"""`python -m kmicro.worker --stack NAME`: one stack, op jobs in, one record per pass out.
 
-Protocol (stdin/stdout, one JSON object per line):
-  worker -> {"type": "ready", "info": {...}} | {"type": "fatal", "error": "..."}
-  runner -> {"case": {...}, "passes": [...], "quick": bool}
-  worker -> {"type": "record", "record": {...}} per pass, then {"type": "done"}
-Framework chatter on stdout is redirected to stderr so it cannot corrupt the protocol.
+A job is {"case": {...}, "passes": [...], "quick": bool, "seed": int, "calibrate": rounds};
+the line protocol is kmicro/protocol.py's.
 """
 from __future__ import annotations
 
-import argparse
 import gc
-import importlib
-import json
 import os
-import platform
 import statistics
 import sys
 import time
 
-from kmicro import cases, flops, reference, results, timing
-from kmicro.backends.base import DeviceUnavailable, UnsupportedPass
+from kmicro import cases, flops, protocol, reference, results, timing
+from kmicro.backends.base import UnsupportedPass
 
 TOLERANCE = {"cpu": 1e-3, "gpu": 1e-2}  # GPU backends may use TF32 for conv/matmul
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser()
-    p.add_argument("--stack", required=True)
-    p.add_argument("--family", required=True)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--jit", default="auto")
-    args = p.parse_args(argv)
-    out = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)  # anything printed by frameworks goes to stderr
-    try:
-        adapter = _load_adapter(args)
-    except Exception as exc:  # noqa: BLE001 - reported to the runner, which records it
-        _send(out, {"type": "fatal", "error": _message(exc)})
-        return 1
-    info = dict(adapter.info(), stack=args.stack, python=platform.python_version(),
-                requested_device=args.device)
-    _send(out, {"type": "ready", "info": info})
-    for line in sys.stdin:
-        job = json.loads(line)
-        handler = calibrate_job if job.get("calibrate") else run_job
-        for record in handler(adapter, info, job):
-            _send(out, {"type": "record", "record": record})
-        _send(out, {"type": "done"})
-    return 0
+    return protocol.serve("", "Adapter", _handle, argv)
 
 
-def _load_adapter(args):
-    module = importlib.import_module(f"kmicro.backends.{args.family}")
-    adapter = module.Adapter(device=args.device, jit=args.jit)
-    if args.device == "gpu" and not adapter.gpu:
-        raise DeviceUnavailable(
-            f"--device gpu, but stack {args.stack} sees no GPU (it would run on the CPU)")
-    return adapter
+def _handle(adapter, info, job):
+    return (calibrate_job if job.get("calibrate") else run_job)(adapter, info, job)
 
 
 def run_job(adapter, info, job):
@@ -66,7 +32,7 @@ def run_job(adapter, info, job):
     try:
         data = CaseData(case, job.get("seed", 0))
     except Exception as exc:  # noqa: BLE001 - e.g. a shape the layer cannot take
-        data, failure = None, {"status": "error", "error": _message(exc)}
+        data, failure = None, {"status": "error", "error": protocol.message(exc)}
     results = {}
     for pass_name in job["passes"]:
         record = _base_record(info, case, pass_name)
@@ -136,7 +102,7 @@ def _run_pass(adapter, case, pass_name, data, policy) -> dict:
     except UnsupportedPass as exc:
         return {"status": "unsupported", "error": str(exc)}
     except Exception as exc:  # noqa: BLE001 - a failing case is a record, not a crash
-        return {"status": "error", "error": _message(exc)}
+        return {"status": "error", "error": protocol.message(exc)}
     fields = {"device": device, "compile_s": compile_s, "max_rel_err": err,
               "tolerance": TOLERANCE[device]}
     if not err <= TOLERANCE[device]:
@@ -190,15 +156,6 @@ def _inject_fault(case):
         time.sleep(3600)
     if op == case.op and kind == "die":
         os._exit(17)
-
-
-def _message(exc) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
-
-
-def _send(out, obj):
-    out.write(json.dumps(obj) + "\n")
 
 
 if __name__ == "__main__":

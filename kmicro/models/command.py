@@ -43,7 +43,7 @@ def run(args) -> int:
     from rich.console import Console
 
     from kmicro import cli, results, runner, stacks
-    from kmicro.commands import exit_code
+    from kmicro.commands import exit_code, refuse_missing_gpu
     from kmicro.models import job as job_mod
     from kmicro.models import table
 
@@ -60,6 +60,7 @@ def run(args) -> int:
     jobs = [_job(runner, job_mod, spec, s) for spec, s in zip(specs, settings)]
     for stack in chosen:
         runner.run_jobs(stack, jobs, options, out.append, _progress)
+    refuse_missing_gpu(out.records, args.device)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     console.print(table.measured_table(out.records))
     console.print(table.caption(out.records), soft_wrap=True)
@@ -67,7 +68,7 @@ def run(args) -> int:
     for line in table.problems(out.records):
         console.print("[yellow]![/yellow] " + line, soft_wrap=True)
     console.print("results: {}".format(path))
-    return exit_code(out.records, args.device)
+    return exit_code(out.records)
 
 
 def _stacks(stacks, names):
