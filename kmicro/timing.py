@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 class Policy:
     """How long to keep sampling. `quick()` trades precision for speed."""
 
-    warmup: int = 3
+    warmup: int = 2
     min_samples: int = 7
     max_samples: int = 200
     min_sample_s: float = 0.01  # calls per sample are chosen so a sample lasts this long
     target_rel_iqr: float = 0.03  # stop early once IQR/median is below this...
-    budget_s: float = 0.6  # ...or once this much time was spent sampling
+    budget_s: float = 0.4  # ...or once this much time was spent sampling
     noisy_rel_iqr: float = 0.10  # flag the result above this
 
     @classmethod
