@@ -1,8 +1,7 @@
 """`python -m kmicro.attribute_worker --stack NAME`: one stack, attribution jobs in, records out.
 
-Same protocol as kmicro/worker.py (ready line; one JSON job per line in; {"type": "record"}
-lines then {"type": "done"} out; framework output goes to stderr). A job is a payload of
-kmicro.attribution.Request with a `kind`:
+The line protocol is kmicro/protocol.py's (as kmicro.worker and kmicro.model_worker). A job
+is a payload of kmicro.attribution.Request with a `kind`:
   describe      the model's layers (shapes, types), not written to the results file
   step          the full training step (train_on_batch), --steps samples after warm-up
   layer         one layer, rebuilt alone from its config: forward and forward+backward
@@ -13,20 +12,17 @@ Runs on every stack's Python (3.7 to 3.11).
 """
 from __future__ import annotations
 
-import argparse
 import gc
 import importlib
-import json
 import os
-import platform
 import sys
 import time
 from dataclasses import replace
 
 import numpy as np
 
-from kmicro import timing
-from kmicro.backends.base import DeviceUnavailable, UnsupportedPass
+from kmicro import protocol, timing
+from kmicro.backends.base import UnsupportedPass
 from kmicro.models import zoo
 
 LAYER_PASSES = ("forward", "backward")
@@ -38,32 +34,17 @@ class UserModelError(Exception):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser()
-    for flag in ("--stack", "--family"):
-        p.add_argument(flag, required=True)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--jit", default="auto")
-    args = p.parse_args(argv)
-    out = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)  # anything printed by frameworks goes to stderr
-    try:
-        module = importlib.import_module("kmicro.backends.{}_attribution".format(args.family))
-        attributor = module.Attributor(device=args.device, jit=args.jit)
-        if args.device == "gpu" and not attributor.gpu:
-            raise DeviceUnavailable("--device gpu, but stack {} sees no GPU (it would run on "
-                                    "the CPU)".format(args.stack))
-    except Exception as exc:  # noqa: BLE001 - reported to the runner, which records it
-        _send(out, {"type": "fatal", "error": _message(exc)})
-        return 1
-    info = dict(attributor.info(), stack=args.stack, python=platform.python_version())
-    _send(out, {"type": "ready", "info": info})
-    session = Session(attributor)
-    for line in sys.stdin:
-        for record in run_job(session, info, json.loads(line)):
-            _send(out, {"type": "record", "record": record})
-        _send(out, {"type": "done"})
-        gc.collect()
-    return 0
+    return protocol.serve("_attribution", "Attributor", _handle, argv)
+
+
+_SESSIONS = {}  # one per attributor: the worker process serves one stack
+
+
+def _handle(attributor, info, payload):
+    session = _SESSIONS.setdefault(id(attributor), Session(attributor))
+    for record in run_job(session, info, payload):
+        yield record
+    gc.collect()
 
 
 class Session:
@@ -98,12 +79,14 @@ class Session:
         try:
             function = getattr(importlib.import_module(module_name), name)
         except Exception as exc:  # noqa: BLE001 - any failure to import is the user's input
-            raise UserModelError("{} {}: cannot import it ({})".format(flag, source, _message(exc)))
+            raise UserModelError("{} {}: cannot import it ({})".format(
+                flag, source, protocol.message(exc)))
         self.a.seed(payload["seed"])
         try:
             model = function()
         except Exception as exc:  # noqa: BLE001
-            raise UserModelError("{} {}: calling it raised {}".format(flag, source, _message(exc)))
+            raise UserModelError("{} {}: calling it raised {}".format(
+                flag, source, protocol.message(exc)))
         if not self.a.is_model(model):
             raise UserModelError("{} {} returned {}, not {}".format(
                 flag, source, type(model).__name__, self.a.model_kind))
@@ -129,11 +112,14 @@ def run_job(session, info, payload) -> list:
     passes = LAYER_PASSES if kind == "layer" else (kind,)
     records = [blank_record(info, payload, p) for p in passes]
     try:
-        model, trainer = session.built(payload, payload["ablate"] if kind == "ablated_step" else None)
+        ablate = payload["ablate"] if kind == "ablated_step" else None
+        model, trainer = session.built(payload, ablate)
         if kind == "describe":
             records[0].update(_describe(session.a, model, payload["batch"]), status="ok")
         elif kind == "layer":
             _time_layer(session.a, model, payload, records)
+        elif kind == "ablated_step":
+            records[0].update(_time_ablated(session, model, trainer, payload))
         else:
             records[0].update(_time_step(session.a, model, trainer, payload))
     except UserModelError as exc:
@@ -141,7 +127,7 @@ def run_job(session, info, payload) -> list:
     except UnsupportedPass as exc:
         _fail(records, "unsupported", str(exc))
     except Exception as exc:  # noqa: BLE001 - a failing model is a record, not a crash
-        _fail(records, "error", _message(exc))
+        _fail(records, "error", protocol.message(exc))
     return records
 
 
@@ -158,29 +144,79 @@ def _describe(attributor, model, batch) -> dict:
         k = seen[layer["type"]] = seen.get(layer["type"], -1) + 1
         for field in ("input_shapes", "output_shapes"):
             layer[field] = [_batched(s, batch) for s in layer[field]]
-        layers.append(dict(layer, index=index, key="{}#{}".format(layer["type"], k)))
+        layers.append(dict(layer, index=index, key="{}#{}".format(layer["type"], k),
+                           params=int(layer["params"])))
     inputs, outputs = attributor.io(model)
     return {"layers": layers, "input_shapes": [_batched(s, batch) for s, _ in inputs],
             "output_shapes": [_batched(s, batch) for s in outputs]}
 
 
 def _batched(shape, batch) -> list:
-    return [batch if i == 0 and d is None else d for i, d in enumerate(shape)]
+    """The shape with the batch filled in, as plain ints (Keras 2 may give NumPy ints)."""
+    return [batch if i == 0 and d is None else (None if d is None else int(d))
+            for i, d in enumerate(shape)]
 
 
-def _time_step(attributor, model, trainer, payload) -> dict:
+def _batch(attributor, model, payload):
+    """(x, y, first input array) of one seeded batch, as train_on_batch takes them."""
     inputs, outputs = attributor.io(model)
     rng = np.random.RandomState(payload["seed"])
     xs = [_data(rng, _batched(s, payload["batch"]), dtype) for s, dtype in inputs]
     ys = [_target(rng, _batched(s, payload["batch"])) for s in outputs]
-    x, y = (xs[0] if len(xs) == 1 else xs), (ys[0] if len(ys) == 1 else ys)
-    step = lambda: trainer.train(x, y)  # noqa: E731 - host values come back: already synchronous
-    policy = timing.Policy(warmup=WARMUP_STEPS, min_samples=payload["steps"],
-                           max_samples=payload["steps"], budget_s=float("inf"))
+    return (xs[0] if len(xs) == 1 else xs), (ys[0] if len(ys) == 1 else ys), xs[0]
+
+
+def _trained(trainer, x, y):
+    """One synchronous step: train_on_batch returns host values."""
+    return lambda: trainer.train(x, y)
+
+
+def _steps_policy(payload):
+    # Exactly --steps samples of one step each (min_sample_s=0: no loops per sample).
+    return timing.Policy(warmup=WARMUP_STEPS, min_samples=payload["steps"],
+                         max_samples=payload["steps"], min_sample_s=0.0, budget_s=float("inf"))
+
+
+def _time_step(attributor, model, trainer, payload) -> dict:
+    x, y, x0 = _batch(attributor, model, payload)
+    step = _trained(trainer, x, y)
     _, compile_s = timing.first_call(step, _identity)
-    m = timing.measure(step, _identity, policy)
+    m = timing.measure(step, _identity, _steps_policy(payload))
     return dict(m.summary(), status="ok", compile_s=compile_s, share=1.0,
-                device=trainer.device(xs[0]), optimizer=trainer.optimizer, params=trainer.params)
+                device=trainer.device(x0), optimizer=trainer.optimizer,
+                params=int(trainer.params))
+
+
+def _time_ablated(session, model, trainer, payload) -> dict:
+    """The ablated step, in turns with the full step: load that drifts during a run (other
+    jobs on the machine) then moves both medians alike and cancels in the delta."""
+    x, y, x0 = _batch(session.a, model, payload)
+    cut = _trained(trainer, x, y)
+    _, compile_s = timing.first_call(cut, _identity)
+    fields = dict(status="ok", compile_s=compile_s, device=trainer.device(x0),
+                  optimizer=trainer.optimizer, params=int(trainer.params))
+    try:
+        full = _trained(session.built(payload)[1], x, y)
+        full()
+    except Exception:  # noqa: BLE001 - TF1: building the ablated model cleared the full one
+        return dict(timing.measure(cut, _identity, _steps_policy(payload)).summary(), **fields)
+    a, b = _in_turns(cut, full, payload["steps"])
+    return dict(a.summary(), baseline_s=b.median, baseline_iqr_s=b.iqr,
+                delta_s=a.median - b.median, delta_pct=(a.median - b.median) / b.median, **fields)
+
+
+def _in_turns(step_a, step_b, n, clock=time.perf_counter):
+    """Measurements of two steps timed alternately, after WARMUP_STEPS of each."""
+    for _ in range(WARMUP_STEPS):
+        step_a()
+        step_b()
+    a, b = timing.Measurement(), timing.Measurement()
+    for _ in range(n):
+        for m, step in ((a, step_a), (b, step_b)):
+            t0 = clock()
+            step()
+            m.samples.append(clock() - t0)
+    return a, b
 
 
 def _time_layer(attributor, model, payload, records):
@@ -199,7 +235,7 @@ def _time_layer(attributor, model, payload, records):
         except UnsupportedPass as exc:
             record.update(status="unsupported", error=str(exc))
         except Exception as exc:  # noqa: BLE001 - one layer failing leaves the others timed
-            record.update(status="error", error=_message(exc))
+            record.update(status="error", error=protocol.message(exc))
     fwd, both = records
     if fwd["status"] == both["status"] == "ok":
         both["backward_s"] = both["median_s"] - fwd["median_s"]
@@ -252,15 +288,6 @@ def blank_record(info, payload, pass_name) -> dict:
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "load_avg_1m": round(os.getloadavg()[0], 2), "cpu_count": os.cpu_count(),
     }
-
-
-def _message(exc) -> str:
-    text = str(exc).strip().splitlines()
-    return "{}: {}".format(type(exc).__name__, text[0] if text else "")[:500]
-
-
-def _send(out, obj):
-    out.write(json.dumps(obj) + "\n")
 
 
 if __name__ == "__main__":

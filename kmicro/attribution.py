@@ -190,7 +190,8 @@ def type_ranking(records) -> list:
         cells = {st: (s["by_type_s"][t], s["by_type_s"][t] / s["step_s"])
                  for st, s in sums.items() if t in s["by_type_s"]}
         times = [c[0] for c in cells.values()]
-        rows.append((t, cells, max(times) / min(times) if min(times) > 0 else None))
+        ratio = max(times) / min(times) if len(times) > 1 and min(times) > 0 else None
+        rows.append((t, cells, ratio))
     return sorted(rows, key=lambda r: -sum(c[1] for c in r[1].values()) / len(r[1]))
 
 
@@ -218,12 +219,15 @@ def ratio_ranking(records) -> list:
 
 
 def ablation(records, stack) -> Optional[dict]:
+    """The ablated step against the full step timed in turns with it (`baseline_s`), else
+    against the step job's median."""
     step, cut = step_of(records, stack), step_of(records, stack, "ablated_step")
-    if not (step and cut):
+    if not cut or not (step or cut.get("baseline_s")):
         return None
-    delta = cut["median_s"] - step["median_s"]
-    return {"step_s": step["median_s"], "ablated_s": cut["median_s"], "delta_s": delta,
-            "delta_pct": delta / step["median_s"], "ablate": cut["ablate"]}
+    full = cut.get("baseline_s") or step["median_s"]
+    delta = cut["median_s"] - full
+    return {"step_s": full, "ablated_s": cut["median_s"], "delta_s": delta,
+            "delta_pct": delta / full, "ablate": cut["ablate"]}
 
 
 def ranked_layers(records, stack) -> list:
@@ -276,8 +280,8 @@ class _StackPlan:
         step = step_of(self.out.records, record["stack"])
         if step and _ok(record) and record["pass"] in LAYER_PASSES:
             record["share"] = record["median_s"] / step["median_s"]
-        if record["pass"] == "ablated_step" and step and _ok(record):
-            record["delta_s"] = record["median_s"] - step["median_s"]
+        if record["pass"] == "ablated_step" and step and _ok(record) and "delta_s" not in record:
+            record["delta_s"] = record["median_s"] - step["median_s"]  # no baseline in turns
             record["delta_pct"] = record["delta_s"] / step["median_s"]
         self.out.append(record)
 
@@ -352,7 +356,7 @@ def type_table(records):
 
     ranking = type_ranking(records)
     stacks = [st for st in stacks_of(records) if summary(records, st)]
-    table = Table(title="per layer type: fwd+bwd (share of the step), by mean share",
+    table = Table(title="per layer type: fwd+bwd (share of step)",
                   title_justify="left")
     for col in ["layer type"] + stacks + ["slowest/fastest"]:
         table.add_column(col, justify="left" if col == "layer type" else "right")
@@ -384,7 +388,9 @@ def print_report(records, console):
         console.print(type_table(records))
         console.print("dominant layer types:", *dominant_lines(records), sep="\n  ")
         ratios = ", ".join(f"{t} {r:.2f}x" for t, r in ratio_ranking(records))
-        console.print(f"by cross-stack ratio (slowest/fastest stack): {ratios}", soft_wrap=True)
+        if ratios:
+            console.print(f"by cross-stack ratio (slowest/fastest stack): {ratios}",
+                          soft_wrap=True)
         console.print(REMAINDER_MEANING + f" '!' marks |remainder| > {TOLERATED:.0%}.",
                       soft_wrap=True)
     table = ablation_table(records)
@@ -410,7 +416,8 @@ def add_parser(subparsers):
     p.add_argument("--ablate", metavar="LAYER_TYPE",
                    help="also time the step without this shape-preserving layer type")
     p.add_argument("--steps", type=int, default=20, help="timed train steps (default 20)")
-    p.add_argument("--batch", type=int, help="batch size (default: the model's, 32 for user models)")
+    p.add_argument("--batch", type=int,
+                   help="batch size (default: the model's, 32 for user models)")
     p.add_argument("--quick", action="store_true", help="fewer samples per layer: smoke runs")
     p.add_argument("--device", choices=DEVICES, default="auto")
     p.add_argument("--jit", choices=JIT, default="auto",
@@ -439,7 +446,7 @@ def run(args) -> int:
     from rich.console import Console
 
     from kmicro import cli, results, runner, stacks
-    from kmicro.commands import exit_code
+    from kmicro.commands import exit_code, refuse_missing_gpu
 
     request = request_from(args)
     chosen = stacks.resolve(args.stacks) if args.stacks else \
@@ -451,31 +458,12 @@ def run(args) -> int:
     options = runner.Options(device=args.device, jit=args.jit, quick=args.quick,
                              timeout_s=args.timeout, worker_module="kmicro.attribute_worker")
     attribute(request, chosen, options, out, _progress)
+    refuse_missing_gpu(out.records, args.device)
     print_report(out.records, Console(highlight=False, width=None if sys.stdout.isatty() else 160))
     print(f"results: {path}")
-    return exit_code(out.records, args.device)
+    return exit_code(out.records)
 
 
 def _progress(stack, label):
     if label != DESCRIBE:  # a usage error found by the describe job stays one line on stderr
         print(f"kmicro attribute: {stack} {label} done", file=sys.stderr, flush=True)
-
-
-def main(argv=None) -> int:
-    """`python -m kmicro.attribution attribute ...`: the subcommand on its own parser."""
-    from kmicro import cli
-
-    parser = cli._Parser(prog="kmicro")
-    add_parser(parser.add_subparsers(dest="command", parser_class=cli._Parser, required=True))
-    try:
-        return run(parser.parse_args(argv))
-    except UsageError as exc:
-        print(f"kmicro: error: {exc}", file=sys.stderr)
-        return 2
-    except NothingRan as exc:
-        print(f"kmicro: {exc}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from kmicro import attribution as attribute_command
 from kmicro import cases, stacks
 from kmicro.errors import NothingRan, UsageError
 from kmicro.models import command as models_command
@@ -22,7 +23,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kmicro", description="Layer-level microbenchmarks for Keras backends.")
     sub = p.add_subparsers(dest="command", parser_class=_Parser, required=True,
-                           metavar="{stacks,ops,models,diagnose,calibrate,compare,report}")
+                           metavar="{stacks,ops,models,attribute,diagnose,calibrate,compare,report}")
     s = sub.add_parser("stacks", help="stacks, installed or not, versions, device, machine peaks")
     s.add_argument("--device", choices=DEVICES, default="auto")
     s.add_argument("--no-peaks", action="store_true", help="skip measuring matmul/copy peaks")
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="measure this machine's matmul/copy peaks for the roofline "
                         "(only meaningful on the machine that ran the results)")
     models_command.add_parser(sub)
+    attribute_command.add_parser(sub)
     return p
 
 

@@ -3,6 +3,7 @@
 No external URL, no script: CSS is inline and plots are base64 PNG data URIs, so the file
 opens from disk, from a CI artifact or an e-mail. Records are grouped by kind, without
 importing the code that wrote them: `op` -> op tables, `model` -> model tables,
+kind "attribution" -> layer-type shares of a model's step (plot and table),
 `finding`/`findings` or kind "diagnose" -> key/value findings. Every text is escaped.
 """
 from __future__ import annotations
@@ -61,6 +62,8 @@ def _lenient(path) -> list:
 def kind(record) -> str:
     if "finding" in record or "findings" in record or record.get("kind") == "diagnose":
         return "diagnose"
+    if record.get("kind") == "attribution":  # before "model": these records name one too
+        return "attribution"
     if record.get("model"):
         return "model"
     if record.get("op"):
@@ -69,7 +72,7 @@ def kind(record) -> str:
 
 
 def group(records) -> dict:
-    groups = OrderedDict((k, []) for k in ("op", "model", "diagnose", "other"))
+    groups = OrderedDict((k, []) for k in ("op", "model", "attribution", "diagnose", "other"))
     for r in records:
         groups[kind(r)].append(r)
     return groups
@@ -216,6 +219,64 @@ def _models_section(models) -> str:
             "first-call compile.</p>" + _table(header, rows))
 
 
+def _signed(value) -> str:
+    return ("-" if value < 0 else "") + _seconds(abs(value))
+
+
+def _attribution_rows(attribution, recs, stacks) -> list:
+    """Per layer type (by mean share): time (share) per stack and slowest/fastest; then the
+    remainder, the measured step and the ablated step."""
+    rows = []
+    for t, cells, ratio in attribution.type_ranking(recs):
+        rows.append([_cell(t)] + [_cell(f"{_seconds(cells[s][0])} ({cells[s][1]:.0%})"
+                                        if s in cells else "—", "num") for s in stacks]
+                    + [_cell(f"{ratio:.2f}x" if ratio else "—", "num")])
+    sums = {s: attribution.summary(recs, s) for s in stacks}
+    rows.append([_cell("remainder")] + [_cell(f"{_signed(sums[s]['remainder_s'])} "
+                                              f"({sums[s]['remainder_share']:+.0%})", "num")
+                                        for s in stacks] + [_cell("")])
+    rows.append([_cell("measured step")] + [_cell(_seconds(sums[s]["step_s"]), "num")
+                                            for s in stacks] + [_cell("")])
+    cuts = {s: attribution.ablation(recs, s) for s in stacks}
+    if any(cuts.values()):
+        label = next(c["ablate"] for c in cuts.values() if c)
+        rows.append([_cell(f"step without {label}")] + [
+            _cell(f"{_seconds(c['ablated_s'])} ({c['delta_pct']:+.0%})" if c else "—", "num")
+            for c in cuts.values()] + [_cell("")])
+    return rows
+
+
+def _attribution_section(recs) -> str:
+    if not recs:
+        return ""
+    from kmicro import attribution  # framework-free analysis of attribution records
+
+    parts = ["<h2 id='attribution'>Attribution</h2><p class='note'>Forward+backward time of "
+             "each layer type, timed layer by layer, as a share of the measured training step "
+             "(bar labels: share of the bar; black tick: the measured step). "
+             + escape(attribution.REMAINDER_MEANING) + "</p>"]
+    for model in OrderedDict.fromkeys(r["model"] for r in recs):
+        mine = [r for r in recs if r["model"] == model]
+        stacks = [s for s in attribution.stacks_of(mine) if attribution.summary(mine, s)]
+        parts.append(f"<h3>{escape(model)}</h3>")
+        if stacks:
+            steps = {s: attribution.summary(mine, s)["step_s"] for s in stacks}
+            png = plots.stacked_shares(attribution.shares_by_stack(mine), steps=steps,
+                                       title=f"{model}: fwd+bwd per layer type; "
+                                             "| = measured step")
+            parts.append(_img(png, f"{model} layer-type shares"))
+            parts.append(_table(["layer type"] + stacks + ["slowest/fastest"],
+                                _attribution_rows(attribution, mine, stacks)))
+            parts.append("<ul>" + "".join(f"<li>{escape(line)}</li>"
+                                          for line in attribution.dominant_lines(mine)) + "</ul>")
+        problems = [f"{r['stack']} {r['case']} {r['pass']}: {r['status']}: {r['error']}"
+                    for r in mine if r["status"] != "ok"]
+        if problems:
+            parts.append("<ul>" + "".join(f"<li class='bad'>{escape(p)}</li>" for p in problems)
+                         + "</ul>")
+    return "".join(parts)
+
+
 def _value_text(value) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
@@ -342,11 +403,13 @@ def render(records, peaks=None) -> str:
     peaks = peaks or recorded_peaks(records)
     nav = " ".join(f"<a href='#{a}'>{escape(t)}</a>" for a, t, k in (
         ("summary", "summary", None), ("ops", "layers", "op"), ("plots", "plots", "op"),
-        ("models", "models", "model"), ("diagnose", "diagnose", "diagnose"),
+        ("models", "models", "model"), ("attribution", "attribution", "attribution"),
+        ("diagnose", "diagnose", "diagnose"),
         ("environment", "environment", None), ("reference", "reference", None))
         if k is None or g[k])
     body = (_summary(g, records) + _ops_section(g["op"]) + _plots_section(g["op"], peaks)
-            + _models_section(g["model"]) + _diagnose_section(g["diagnose"]) + _other(g["other"])
+            + _models_section(g["model"]) + _attribution_section(g["attribution"])
+            + _diagnose_section(g["diagnose"]) + _other(g["other"])
             + _environment(records) + _reference())
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>kmicro report</title><style>{CSS}</style></head><body>"

@@ -149,10 +149,12 @@ def _ceilings(ax, peaks, x_lo, x_hi):
         ax.annotate(f"copy {memory:.1f} GB/s", (x_lo, memory * x_lo), fontsize=8, va="bottom")
 
 
-def stacked_shares(shares, title="share of step time per layer type") -> bytes:
+def stacked_shares(shares, title="share of step time per layer type", steps=None) -> bytes:
     """Horizontal stacked bars, one per stack: seconds per layer type, labelled with shares.
 
     `shares` is {stack: {layer_type: seconds}} (the attribution feature's output).
+    `steps` ({stack: seconds}, optional) marks each stack's measured step with a black tick,
+    so a bar longer than its step (layers timed alone cost more than the whole) shows.
     """
     stacks = list(shares)
     types = list(OrderedDict.fromkeys(t for by_type in shares.values() for t in by_type))
@@ -167,6 +169,10 @@ def stacked_shares(shares, title="share of step time per layer type") -> bytes:
         labels = [f"{w / tot:.0%}" if w / tot >= 0.08 else "" for w, tot in zip(widths, totals)]
         ax.bar_label(bars, labels=labels, label_type="center", fontsize=7, color="white")
         left = [a + b for a, b in zip(left, widths)]
+    if steps:
+        marked = [i for i, s in enumerate(stacks) if steps.get(s)]
+        ax.scatter([steps[stacks[i]] * 1e3 for i in marked], marked, marker="|", s=900,
+                   color="black", linewidths=2, zorder=3, label="measured step")
     ax.invert_yaxis()
     ax.set_xlabel("ms per step")
     ax.set_title(title, fontsize=10, loc="left")

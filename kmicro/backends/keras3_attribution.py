@@ -58,13 +58,21 @@ class Attributor:
         return self.impl.device_of(weights[0].value) if weights else "cpu"
 
     def without(self, model, layer_type):
-        """The model with every `layer_type` layer replaced by Identity (free in every backend)."""
-        def clone(layer):
+        """The model replayed from fresh layers, skipping `layer_type` layers. (clone_model
+        would pass the removed layer's recorded call arguments, e.g. `mask`, to a stand-in,
+        and takes no call_function for Sequential models.) Layers are in topological order."""
+        new = {}
+        inputs = [keras.Input(batch_shape=t.shape, dtype=t.dtype) for t in model.inputs]
+        new.update((id(t), x) for t, x in zip(model.inputs, inputs))
+        for layer in self.layers(model):
+            args = [new[id(t)] for t in _listed(layer.input)]
             if type(layer).__name__ == layer_type:
-                return keras.layers.Identity(name=layer.name + "_ablated")
-            return layer.__class__.from_config(layer.get_config())
-
-        return keras.models.clone_model(model, clone_function=clone)
+                outs = args[:1]
+            else:
+                fresh = layer.__class__.from_config(layer.get_config())
+                outs = _listed(fresh(args[0] if len(args) == 1 else args))
+            new.update((id(old), out) for old, out in zip(_listed(layer.output), outs))
+        return keras.Model(inputs, [new[id(t)] for t in model.outputs])
 
     @staticmethod
     def layers(model) -> list:

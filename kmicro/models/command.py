@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kmicro.errors import UsageError
+from kmicro.errors import NothingRan, UsageError
 from kmicro.models import zoo  # pure Python: the parser needs the model names
 from kmicro.stacks import DEVICES, JIT
 
