@@ -153,6 +153,12 @@ def report_(args) -> int:
         console.print(f"report: {out} ({report.status_counts(records)})")
         return 0
     _print_tables([r for r in records if html_report.kind(r) == "op"], args.metric)
+    model_records = [r for r in records if html_report.kind(r) == "model"]
+    if model_records:
+        from kmicro.models import table as models_table
+
+        console.print(models_table.measured_table(model_records))
+        console.print(models_table.caption(model_records))
     return 0
 
 

@@ -34,6 +34,9 @@ def _rows(records):
         if r["pass"] == "backward" and r.get("backward_s") is not None:
             derived = dict(r, median_s=r["backward_s"], iqr_s=None, noisy=False,
                            flops=(r.get("flops") or 0) * 2 // 3)
+            # A difference within the fwd+bwd spread (launch-bound GPU cases) is not a time.
+            if r["backward_s"] <= (r.get("iqr_s") or 0.0):
+                derived.update(status="< noise", median_s=None)
             rows.setdefault((r["case"], "backward_only"), {})[r["stack"]] = derived
     order = list(PASS_LABELS)
     cases = list(OrderedDict.fromkeys(c for c, _ in rows))
@@ -52,7 +55,8 @@ def _cell(record, metric, best) -> Text:
         return Text("—", style="dim")
     value = _value(record, metric)
     if value is None:
-        return Text(record["status"], style="red" if record["status"] != "unsupported" else "dim")
+        quiet = record["status"] in ("unsupported", "< noise")
+        return Text(record["status"], style="dim" if quiet else "red")
     if metric == "time":
         text, ratio = format_time(value), value / best
     else:

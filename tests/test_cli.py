@@ -113,3 +113,16 @@ def test_compare_reports_agreement_between_two_runs(kmicro, tmp_path):
     p = kmicro("compare", str(old), str(new))
     assert p.returncode == 0, p.stderr
     assert "75% of 4 pairs" in p.stdout and "2.000" in p.stdout
+
+
+def test_report_of_the_committed_gpu_run(kmicro):
+    """docs/results holds a real H200 run: GPU devices named, launch-bound bwd shown as noise."""
+    run = ROOT / "docs" / "results" / "gpu-h200-2026-11-29"
+    records = load(run / "gpu.json")
+    assert {r["device"] for r in records} == {"gpu"}
+    assert {r["device_name"] for r in records} == {"NVIDIA H200"}
+    p = kmicro("report", str(run / "gpu.json"), str(run / "models.json"))
+    assert p.returncode == 0, p.stderr
+    assert "(gpu)" in p.stdout and "(cpu)" not in p.stdout
+    assert "< noise" in p.stdout and "e+03 ns" not in p.stdout  # no negative differences
+    assert "resnet_bn" in p.stdout and "BN/no-BN" in p.stdout
