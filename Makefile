@@ -11,7 +11,8 @@ PY_theano := 3.9
 PY_theano-2019 := 3.7
 PY_tf1 := 3.7
 
-.PHONY: env legacy openblas bench test calibrate clean
+.PHONY: env legacy openblas bench test calibrate clean asv-machine asv-check asv-quick asv-run \
+        asv-versions asv-find
 
 env: $(STAMP) .envs/theano/.installed
 
@@ -45,5 +46,40 @@ test: env
 calibrate: env
 	$(VENV)/bin/kmicro calibrate --ops batchnorm,dense
 
+# --- asv (docs/asv.md). asv.conf.json is written by `python -m kmicro.asvconf`. ---------
+ASV := $(VENV)/bin/asv
+# virtualenv finds each stack's Python on PATH (pyenv versions are not all on it).
+space := $(subst ,, )
+ASV_PATH := $(subst $(space),:,$(foreach v,3.11 3.9,$(patsubst %/,%,$(dir $(call python_for,$(v)))))):$(PATH)
+ASV_ENV := PATH="$(ASV_PATH)"
+# The fast subset (CI, bisection): BN in both layouts and Dense(10), forward and fwd+bwd
+# (asv quotes string parameters: '.' stands for the quote).
+ASV_QUICK ?= Ops.time_pass\(.(batchnorm\(\)@32x(32x32x16/cl|16x32x32/cf)|dense\(units=10\)@32x512)., .(forward|backward).\)
+RANGE ?= HEAD^!
+BACKEND ?= jax
+LAUNCH ?= --launch-method forkserver
+
+asv-machine:
+	test -f $$HOME/.asv-machine.json || $(ASV) machine --yes
+
+asv-check: env
+	KERAS_BACKEND=$(BACKEND) $(ASV) check -E existing:$(VENV)/bin/python
+
+# A real run of the subset in the existing .venv, nothing saved (what CI runs).
+asv-quick: env asv-machine
+	KERAS_BACKEND=$(BACKEND) $(ASV) run -E existing:$(VENV)/bin/python --quick -n \
+	  $(LAUNCH) -b '$(ASV_QUICK)'
+
+# Every environment of asv.conf.json on RANGE (default: the current commit), saved.
+asv-run: env asv-machine
+	$(ASV_ENV) $(ASV) run $(LAUNCH) $(RANGE) $(if $(BENCH),-b '$(BENCH)')
+
+# Other versions of one package: make asv-versions VARY=keras=3.15.1,3.14.0 BACKENDS=jax
+BACKENDS ?= jax
+asv-versions: env asv-machine
+	$(VENV)/bin/python -m kmicro.asvconf --vary $(VARY) --backends $(BACKENDS) --no-keras2 \
+	  -o .asv/versions.conf.json
+	$(ASV_ENV) $(ASV) --config .asv/versions.conf.json run $(LAUNCH) $(RANGE) -b '$(or $(BENCH),$(ASV_QUICK))'
+
 clean:
-	rm -rf $(VENV) .envs .cache
+	rm -rf $(VENV) .envs .cache .asv

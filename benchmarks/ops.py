@@ -1,48 +1,53 @@
-"""asv suite: forward / forward (training) / forward+backward of every catalog case.
+"""asv suite: one layer case, one pass, on the stack of this environment (KERAS_BACKEND).
 
-Thin on purpose: kmicro's adapter builds and compiles each case once per process
-(asv-runner re-runs `setup` before every sample, so compiling there would be timed
-over and over); the timed call includes the device sync.
+Parameters are kmicro's catalog case ids (both layouts) and passes; they are the history's
+keys, so they never change spelling (kmicro/cases.py). A pass is built, compiled and checked
+against the float64 reference once per process; `time_pass` times one synchronised call
+(`backward` = forward+backward, as in `kmicro ops`). A combination the stack cannot run
+(numpy backward, TensorFlow's channels_first conv on a CPU) is skipped, a wrong result fails.
 """
-import os
+from .common import adapter_module, cached, skip
 
-from kmicro import cases, reference, timing
+from kmicro import cases, timing, worker
+from kmicro.backends.base import UnsupportedPass
 
-CATALOG = {c.id: c for fmt in cases.DATA_FORMATS for c in cases.default_catalog(fmt)}
-_PREPARED = {}
+CASES = {c.id: c for fmt in cases.DATA_FORMATS for c in cases.default_catalog(fmt)}
 
 
-def _prepared(case_id, pass_name):
-    key = (case_id, pass_name)
-    if key not in _PREPARED:
-        from kmicro.backends import keras3, base  # framework import: only inside the env
+def prepared(case_id, pass_name):
+    """(Prepared, compile_s) of a checked pass, once per process."""
+    return cached((case_id, pass_name), lambda: _prepare(CASES[case_id], pass_name))
 
-        case = CATALOG[case_id]
-        data = (reference.make_weights(case), reference.make_inputs(case),
-                reference.make_dy(case, reference.output_shape(case)))
-        try:
-            prepared = keras3.Adapter().prepare(case, pass_name, *data)
-        except base.UnsupportedPass as exc:
-            raise NotImplementedError(str(exc)) from None
-        out, compile_s = timing.first_call(prepared.step, prepared.sync)
-        _PREPARED[key] = prepared, compile_s
-    return _PREPARED[key]
+
+def _prepare(case, pass_name):
+    data = worker.CaseData(case, seed=0)
+    try:
+        ready = adapter_module().Adapter().prepare(case, pass_name, *data)
+        out, compile_s = timing.first_call(ready.step, ready.sync)
+    except UnsupportedPass as exc:
+        raise skip(str(exc)) from None
+    device = ready.device_of(out)
+    err = worker.check(case, pass_name, data, ready.outputs(out))
+    if not err <= worker.TOLERANCE[device]:
+        raise AssertionError(f"{case.id} {pass_name}: max relative error {err:.3g} against the "
+                             "float64 reference; not timed")
+    return ready, compile_s
 
 
 class Ops:
-    params = (list(CATALOG), list(cases.PASSES))
+    params = (list(CASES), list(cases.PASSES))
     param_names = ["case", "pass"]
     timeout = 300
+    warmup_time = 0.1  # the pass is already compiled and called once in setup
 
     def setup(self, case_id, pass_name):
-        if os.environ.get("KERAS_BACKEND") == "numpy" and pass_name == "backward":
-            raise NotImplementedError("numpy backend: forward only")
-        self.prepared, _ = _prepared(case_id, pass_name)
+        self.ready, self.compile_s = prepared(case_id, pass_name)
 
     def time_pass(self, case_id, pass_name):
-        self.prepared.sync(self.prepared.step())
+        self.ready.sync(self.ready.step())
 
     def track_compile_s(self, case_id, pass_name):
-        return _prepared(case_id, pass_name)[1]
+        """First call (trace + compile + run) of the pass, seconds."""
+        return self.compile_s
 
     track_compile_s.unit = "seconds"

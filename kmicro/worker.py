@@ -98,7 +98,7 @@ def _run_pass(adapter, case, pass_name, data, policy) -> dict:
         prepared = adapter.prepare(case, pass_name, *data)
         out, compile_s = timing.first_call(prepared.step, prepared.sync)
         device = prepared.device_of(out)
-        err = _check(case, pass_name, data, prepared.outputs(out))
+        err = check(case, pass_name, data, prepared.outputs(out))
     except UnsupportedPass as exc:
         return {"status": "unsupported", "error": str(exc)}
     except Exception as exc:  # noqa: BLE001 - a failing case is a record, not a crash
@@ -122,7 +122,8 @@ def _insist_on_gpu(fields, requested) -> dict:
     return fields
 
 
-def _check(case, pass_name, data, got) -> float:
+def check(case, pass_name, data, got) -> float:
+    """Max relative error of a pass's outputs (and gradients) against the float64 reference."""
     y, grads = got
     training = pass_name != "forward"
     mask = (y != 0) if case.op == "dropout" and training else None

@@ -1,0 +1,37 @@
+"""What the asv suites share: the stack this asv environment runs, and per-process caches.
+
+asv re-runs `setup` before every sample (asv-runner >= 0.3), so anything slow (building a
+layer, compiling it, checking it) happens once per process through `cached`. With
+`--launch-method forkserver` the adapter module (and so Keras and its backend) is imported
+once by the server at discovery, not once per benchmark process.
+"""
+import importlib
+import os
+
+BACKEND = os.environ.get("KERAS_BACKEND", "tensorflow")  # set by asv.conf.json's env_nobuild
+FAMILY = "keras2" if BACKEND == "theano" else "keras3"  # Keras 2 only in the theano env
+_CACHE = {}
+
+
+def adapter_module(suffix=""):
+    """kmicro.backends.<family><suffix>: the only place a framework is imported."""
+    return importlib.import_module("kmicro.backends." + FAMILY + suffix)
+
+
+def cached(key, build):
+    """build() once per process and key; an exception is cached too, so a case that cannot run
+    fails (or is skipped) at once in every later setup instead of rebuilding."""
+    if key not in _CACHE:
+        try:
+            _CACHE[key] = (build(), None)
+        except Exception as exc:  # noqa: BLE001 - re-raised below, every time
+            _CACHE[key] = (None, exc)
+    value, exc = _CACHE[key]
+    if exc is not None:
+        raise exc
+    return value
+
+
+def skip(reason):
+    """asv reports a benchmark that raises NotImplementedError in setup as skipped, not failed."""
+    return NotImplementedError(reason)

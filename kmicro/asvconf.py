@@ -1,0 +1,144 @@
+"""asv.conf.json, written from kmicro's stacks and pinned requirements (one declaration).
+
+  python -m kmicro.asvconf > asv.conf.json          # what is committed (a test compares)
+  python -m kmicro.asvconf --vary keras=3.15.1,3.14.0 --backends jax -o .asv/versions.json
+
+Every asv environment is a stack family: the Keras 3 environment (KERAS_BACKEND varies at run
+time only, env_nobuild, so one environment serves tensorflow, jax, torch and numpy) and one
+`include` entry per default Keras 2 stack. Every package is pinned exactly: asv turns range
+pins into nothing ("" in the results) and pip would resolve the rest differently tomorrow.
+`--vary` writes a second config over the same results, so other versions of one package land
+in the same history as separate environments, without editing the committed file.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from kmicro import stacks
+from kmicro.errors import UsageError
+
+# In requirements/keras3.txt for the test and benchmark tools, not for the benchmarked stack.
+TOOLING = {"asv", "asv-runner", "build", "distlib", "iniconfig", "json5", "lazy-importer",
+           "pluggy", "pympler", "pyproject-hooks", "pytest", "python-discovery", "tabulate",
+           "virtualenv"}
+# What only one Keras 3 backend needs: dropped from a --backends config that leaves it out.
+BACKEND_PACKAGES = {"tensorflow": {"tensorflow-cpu"}, "jax": {"jax", "jaxlib"},
+                    "torch": {"torch"}, "numpy": set()}
+# kmicro's wheel is built with --no-build-isolation (no registry round trip per commit):
+# PEP 621 metadata needs setuptools >= 61 in every environment.
+BUILD_PIN = {"setuptools": "65.5.0"}
+
+HEADER = """\
+// Written by `python -m kmicro.asvconf` from kmicro/stacks.py and requirements/*.txt:
+// edit those and regenerate (tests/test_asv.py fails when this file is stale). See docs/asv.md.
+"""
+
+
+def pins(requirements) -> dict:
+    """{normalised name: version} of a pinned requirements file."""
+    out = {}
+    for line in (stacks.ROOT / requirements).read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if "==" in line:
+            name, version = line.split("==")
+            out[name.strip().lower().replace("_", "-")] = version.strip()
+    return out
+
+
+def _keras3_req(backends) -> dict:
+    dropped = set().union(*(p for b, p in BACKEND_PACKAGES.items() if b not in backends))
+    req = {k: v for k, v in pins(_family("keras3").requirements).items()
+           if k not in TOOLING and k not in dropped}
+    return dict(sorted({**req, **BUILD_PIN}.items()))
+
+
+def _family(family) -> stacks.Stack:
+    return next(s for s in stacks.STACKS.values() if s.family == family)
+
+
+def _keras2_includes() -> list:
+    includes = []
+    for s in stacks.STACKS.values():
+        if s.family != "keras2" or not s.default:
+            continue
+        env = {k: v.split(",compiledir=")[0] for k, v in s.env}  # theano's default cache dir
+        includes.append({"python": s.python,
+                         "req": dict(sorted({**pins(s.requirements), **BUILD_PIN}.items())),
+                         "env_nobuild": {"KERAS_BACKEND": s.backend, **env}})
+    return includes
+
+
+def config(backends=None, vary=None, keras2=True) -> dict:
+    keras3 = [s for s in stacks.STACKS.values() if s.family == "keras3"]
+    names = [s.backend for s in keras3]
+    backends = backends or names
+    unknown = [b for b in backends if b not in names]
+    if unknown:
+        raise UsageError(f"unknown backend {unknown[0]!r}; valid: {', '.join(names)}")
+    req = _keras3_req(backends)
+    for name, versions in (vary or {}).items():
+        if name not in req:
+            raise UsageError(f"{name!r} is not pinned in the Keras 3 environment; "
+                             f"valid: {', '.join(req)}")
+        req[name] = versions
+    return {
+        "version": 1,
+        "project": "kmicro",
+        "project_url": "https://example.invalid/kmicro",
+        "repo": ".",
+        "branches": ["main"],
+        "environment_type": "virtualenv",
+        "pythons": [keras3[0].python],
+        # Build once per commit without touching the registry; install without resolving.
+        "build_command": ["python -m pip wheel --no-deps --no-build-isolation "
+                          "-w {build_cache_dir} {build_dir}"],
+        "install_command": ["in-dir={env_dir} python -m pip install --no-deps {wheel_file}"],
+        "matrix": {"req": req, "env_nobuild": {"KERAS_BACKEND": list(backends)}},
+        "include": _keras2_includes() if keras2 else [],
+        "benchmark_dir": "benchmarks",
+        "env_dir": ".asv/env",
+        "results_dir": ".asv/results",
+        "html_dir": ".asv/html",
+    }
+
+
+def render(conf) -> str:
+    return HEADER + json.dumps(conf, indent=4) + "\n"
+
+
+def parse_vary(text) -> dict:
+    """'keras=3.15.1,3.14.0' -> {'keras': ['3.15.1', '3.14.0']}."""
+    name, _, versions = text.partition("=")
+    values = [v.strip() for v in versions.split(",") if v.strip()]
+    if not name or len(values) < 2:
+        raise UsageError(f"--vary {text!r}: expected PACKAGE=V1,V2[,...]")
+    return {name.strip().lower().replace("_", "-"): values}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m kmicro.asvconf", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--vary", help="PACKAGE=V1,V2,...: one Keras 3 environment per version")
+    p.add_argument("--backends", help="comma list of Keras 3 backends (default: all)")
+    p.add_argument("--no-keras2", action="store_true", help="leave the Keras 2 stacks out")
+    p.add_argument("-o", "--output", help="write here instead of standard output")
+    args = p.parse_args(argv)
+    try:
+        backends = [b for b in (args.backends or "").split(",") if b]
+        text = render(config(backends, parse_vary(args.vary) if args.vary else None,
+                             keras2=not args.no_keras2))
+    except UsageError as exc:
+        print(f"kmicro.asvconf: {exc}", file=sys.stderr)
+        return 2
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

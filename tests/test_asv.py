@@ -1,0 +1,82 @@
+"""asv: the committed config is kmicro's stacks, and real asv discovers and runs the suites."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+from kmicro import asvconf, stacks
+
+ASV = [sys.executable, "-m", "asv"]
+EXISTING = f"existing:{sys.executable}"
+DENSE = r"Ops.time_pass\(.dense\(units=10\)@32x512., .{}.\)"  # asv quotes str params
+
+
+def asv(*args, backend="numpy", timeout=600):
+    """Real asv in the repository root on the current (test) environment."""
+    env = dict(os.environ, KERAS_BACKEND=backend)
+    return subprocess.run([*ASV, *args], cwd=ROOT, capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+def test_committed_config_is_the_generated_one():
+    committed = (ROOT / "asv.conf.json").read_text()
+    assert committed == asvconf.render(asvconf.config()), \
+        "asv.conf.json is stale: python -m kmicro.asvconf > asv.conf.json"
+
+
+def test_every_stack_is_an_asv_environment_with_exact_pins():
+    conf = asvconf.config()
+    keras3 = [s for s in stacks.STACKS.values() if s.family == "keras3"]
+    assert conf["matrix"]["env_nobuild"]["KERAS_BACKEND"] == [s.backend for s in keras3]
+    assert conf["pythons"] == [keras3[0].python]
+    wanted = {k: v for k, v in asvconf.pins(keras3[0].requirements).items()
+              if k not in asvconf.TOOLING}
+    assert wanted.items() <= conf["matrix"]["req"].items()
+    assert all(re.fullmatch(r"[0-9][0-9a-z.]*", v) for v in conf["matrix"]["req"].values())
+    theano = stacks.STACKS["theano"]
+    (include,) = conf["include"]
+    assert include["python"] == theano.python
+    assert asvconf.pins(theano.requirements).items() <= include["req"].items()
+    assert include["env_nobuild"]["KERAS_BACKEND"] == "theano"
+    assert "device=cpu" in include["env_nobuild"]["THEANO_FLAGS"]
+
+
+def test_vary_makes_one_environment_per_version_and_drops_other_backends():
+    conf = asvconf.config(["jax"], asvconf.parse_vary("keras=3.15.1,3.14.0"), keras2=False)
+    assert conf["matrix"]["req"]["keras"] == ["3.15.1", "3.14.0"]
+    assert "torch" not in conf["matrix"]["req"] and "tensorflow-cpu" not in conf["matrix"]["req"]
+    assert conf["matrix"]["env_nobuild"]["KERAS_BACKEND"] == ["jax"] and conf["include"] == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--vary", "kears=1,2"], "valid: absl-py"),
+    (["--vary", "keras=3.15.1"], "PACKAGE=V1,V2"),
+    (["--backends", "theano"], "valid: tensorflow, jax, torch, numpy"),
+])
+def test_asvconf_bad_input_is_one_line_exit_2(args, message):
+    p = subprocess.run([sys.executable, "-m", "kmicro.asvconf", *args], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and message in p.stderr
+
+
+@pytest.mark.slow
+def test_asv_check_discovers_the_suites():
+    p = asv("-v", "check", "-E", EXISTING)
+    assert p.returncode == 0 and "No problems found" in p.stdout, p.stdout + p.stderr
+
+
+@pytest.mark.slow
+def test_quick_asv_run_times_a_case_and_skips_what_the_stack_cannot_run():
+    """The CI subset's way: real `asv run -n` in the existing environment, nothing saved."""
+    results = sorted((ROOT / ".asv" / "results").rglob("*.json"))
+    p = asv("run", "-E", EXISTING, "--quick", "-n", "--launch-method", "forkserver",
+            "-b", DENSE.format("forward"), "-b", DENSE.format("backward"))
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert re.search(r"dense\(units=10\)@32x512\s+forward\s+[0-9.]+±[0-9.]+\S*s", out), out
+    assert re.search(r"dense\(units=10\)@32x512\s+backward\s+n/a", out), out  # numpy: skipped
+    assert sorted((ROOT / ".asv" / "results").rglob("*.json")) == results  # -n: nothing saved
