@@ -12,7 +12,7 @@ PY_theano-2019 := 3.7
 PY_tf1 := 3.7
 
 .PHONY: env legacy openblas bench test calibrate clean asv-machine asv-check asv-quick asv-run \
-        asv-versions asv-find
+        asv-versions asv-find asv-html asv-preview
 
 env: $(STAMP) .envs/theano/.installed
 
@@ -78,8 +78,17 @@ asv-run: env asv-machine
 BACKENDS ?= jax
 asv-versions: env asv-machine
 	$(VENV)/bin/python -m kmicro.asvconf --vary $(VARY) --backends $(BACKENDS) --no-keras2 \
-	  -o .asv/versions.conf.json
-	$(ASV_ENV) $(ASV) --config .asv/versions.conf.json run $(LAUNCH) $(RANGE) -b '$(or $(BENCH),$(ASV_QUICK))'
+	  -o asv.versions.conf.json
+	$(ASV_ENV) $(ASV) --config asv.versions.conf.json run $(LAUNCH) $(RANGE) -b '$(or $(BENCH),$(ASV_QUICK))'
+
+# asv's pages with their JS/CSS local, viewable offline (docs/asv-html.md).
+asv-html: env
+	$(ASV) publish
+	$(VENV)/bin/python scripts/asv_html.py .asv/html
+
+PORT ?= 8080
+asv-preview: asv-html
+	$(ASV) preview --port $(PORT)
 
 clean:
 	rm -rf $(VENV) .envs .cache .asv

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from kmicro import stacks
@@ -29,6 +30,10 @@ BACKEND_PACKAGES = {"tensorflow": {"tensorflow-cpu"}, "jax": {"jax", "jaxlib"},
 # kmicro's wheel is built with --no-build-isolation (no registry round trip per commit):
 # PEP 621 metadata needs setuptools >= 61 in every environment.
 BUILD_PIN = {"setuptools": "65.5.0"}
+
+# asv reads a pin's version with \d+(\.\d+)*[a-zA-Z0-9]* and drops the rest ("2026.10.19.post1"
+# becomes "2026.10.19"); such pins go in whole as a "pip+NAME==VERSION" key instead.
+_ASV_VERSION = re.compile(r"\d+(\.\d+)*([a-zA-Z0-9]+)?")
 
 HEADER = """\
 // Written by `python -m kmicro.asvconf` from kmicro/stacks.py and requirements/*.txt:
@@ -47,11 +52,27 @@ def pins(requirements) -> dict:
     return out
 
 
+def asv_req(pinned) -> dict:
+    """A matrix `req` that asv installs exactly as pinned (it runs one `pip install` per entry)."""
+    req = {}
+    for name, version in sorted(pinned.items()):
+        if _ASV_VERSION.fullmatch(version):
+            req[name] = version
+        else:
+            req[f"pip+{name}=={version}"] = ""
+    return req
+
+
+def pinned(req) -> dict:
+    """asv_req's inverse: {name: version}."""
+    return dict(k[4:].split("==") if k.startswith("pip+") else (k, v) for k, v in req.items())
+
+
 def _keras3_req(backends) -> dict:
     dropped = set().union(*(p for b, p in BACKEND_PACKAGES.items() if b not in backends))
     req = {k: v for k, v in pins(_family("keras3").requirements).items()
            if k not in TOOLING and k not in dropped}
-    return dict(sorted({**req, **BUILD_PIN}.items()))
+    return asv_req({**req, **BUILD_PIN})
 
 
 def _family(family) -> stacks.Stack:
@@ -65,7 +86,7 @@ def _keras2_includes() -> list:
             continue
         env = {k: v.split(",compiledir=")[0] for k, v in s.env}  # theano's default cache dir
         includes.append({"python": s.python,
-                         "req": dict(sorted({**pins(s.requirements), **BUILD_PIN}.items())),
+                         "req": asv_req({**pins(s.requirements), **BUILD_PIN}),
                          "env_nobuild": {"KERAS_BACKEND": s.backend, **env}})
     return includes
 
