@@ -11,7 +11,7 @@ PY_theano := 3.9
 PY_theano-2019 := 3.7
 PY_tf1 := 3.7
 
-.PHONY: env legacy openblas bench test calibrate clean asv-machine asv-check asv-quick asv-run \
+.PHONY: env legacy openblas chromium bench test calibrate clean asv-machine asv-check asv-quick asv-run \
         asv-versions asv-find asv-html asv-preview
 
 env: $(STAMP) .envs/theano/.installed
@@ -35,12 +35,16 @@ openblas:
 	.envs/$*/bin/pip --disable-pip-version-check -q install -r $<
 	touch $@
 
+# Headless Chromium checks the HTML report and asv's published pages in the tests.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium)
+
 RUN := $(shell date +%Y%m%d-%H%M%S)
 bench: env
 	$(VENV)/bin/kmicro ops --json results/ops-$(RUN).json
 	$(VENV)/bin/kmicro report results/ops-$(RUN).json --peaks -o results/report-$(RUN).html
 
-test: env
+test: env chromium
 	$(VENV)/bin/python -m pytest -q
 
 calibrate: env

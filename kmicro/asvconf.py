@@ -1,7 +1,7 @@
 """asv.conf.json, written from kmicro's stacks and pinned requirements (one declaration).
 
   python -m kmicro.asvconf > asv.conf.json          # what is committed (a test compares)
-  python -m kmicro.asvconf --vary keras=3.15.1,3.14.0 --backends jax -o .asv/versions.json
+  python -m kmicro.asvconf --vary keras=3.15.1,3.14.0 --backends jax -o asv.versions.conf.json
 
 Every asv environment is a stack family: the Keras 3 environment (KERAS_BACKEND varies at run
 time only, env_nobuild, so one environment serves tensorflow, jax, torch and numpy) and one
@@ -24,7 +24,7 @@ from kmicro.errors import UsageError
 TOOLING = {"asv", "asv-runner", "build", "distlib", "iniconfig", "json5", "lazy-importer",
            "pluggy", "pympler", "pyproject-hooks", "pytest", "python-discovery", "tabulate",
            "virtualenv"}
-# What only one Keras 3 backend needs: dropped from a --backends config that leaves it out.
+# What only one Keras 3 backend needs: dropped by --lean from a config that leaves it out.
 BACKEND_PACKAGES = {"tensorflow": {"tensorflow-cpu"}, "jax": {"jax", "jaxlib"},
                     "torch": {"torch"}, "numpy": set()}
 # kmicro's wheel is built with --no-build-isolation (no registry round trip per commit):
@@ -68,8 +68,8 @@ def pinned(req) -> dict:
     return dict(k[4:].split("==") if k.startswith("pip+") else (k, v) for k, v in req.items())
 
 
-def _keras3_req(backends) -> dict:
-    dropped = set().union(*(p for b, p in BACKEND_PACKAGES.items() if b not in backends))
+def _keras3_req(backends, lean) -> dict:
+    dropped = set().union(*(p for b, p in BACKEND_PACKAGES.items() if lean and b not in backends))
     req = {k: v for k, v in pins(_family("keras3").requirements).items()
            if k not in TOOLING and k not in dropped}
     return asv_req({**req, **BUILD_PIN})
@@ -91,14 +91,16 @@ def _keras2_includes() -> list:
     return includes
 
 
-def config(backends=None, vary=None, keras2=True) -> dict:
+def config(backends=None, vary=None, keras2=True, lean=False) -> dict:
+    """The asv config dict. Without `lean`, an environment whose pins match the committed
+    config's is the same asv environment (same name), so it is reused, not rebuilt."""
     keras3 = [s for s in stacks.STACKS.values() if s.family == "keras3"]
     names = [s.backend for s in keras3]
     backends = backends or names
     unknown = [b for b in backends if b not in names]
     if unknown:
         raise UsageError(f"unknown backend {unknown[0]!r}; valid: {', '.join(names)}")
-    req = _keras3_req(backends)
+    req = _keras3_req(backends, lean)
     for name, versions in (vary or {}).items():
         if name not in req:
             raise UsageError(f"{name!r} is not pinned in the Keras 3 environment; "
@@ -144,12 +146,15 @@ def main(argv=None) -> int:
     p.add_argument("--vary", help="PACKAGE=V1,V2,...: one Keras 3 environment per version")
     p.add_argument("--backends", help="comma list of Keras 3 backends (default: all)")
     p.add_argument("--no-keras2", action="store_true", help="leave the Keras 2 stacks out")
+    p.add_argument("--lean", action="store_true",
+                   help="drop the packages of the backends not in --backends (a smaller, "
+                        "separate environment)")
     p.add_argument("-o", "--output", help="write here instead of standard output")
     args = p.parse_args(argv)
     try:
         backends = [b for b in (args.backends or "").split(",") if b]
         text = render(config(backends, parse_vary(args.vary) if args.vary else None,
-                             keras2=not args.no_keras2))
+                             keras2=not args.no_keras2, lean=args.lean))
     except UsageError as exc:
         print(f"kmicro.asvconf: {exc}", file=sys.stderr)
         return 2
