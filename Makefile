@@ -85,6 +85,15 @@ asv-versions: env asv-machine
 	  -o asv.versions.conf.json
 	$(ASV_ENV) $(ASV) --config asv.versions.conf.json run $(LAUNCH) $(RANGE) -b '$(or $(BENCH),$(ASV_QUICK))'
 
+# Bisect one benchmark over a commit range in one stack's asv environment (docs/asv-bisect.md):
+#   make asv-find RANGE=GOOD~1..BAD [BENCH=regex] [BACKEND=jax|tensorflow|torch|numpy|theano]
+asv-find: env asv-machine
+	@case '$(RANGE)' in *..*) ;; *) false;; esac && \
+	  [ $$(git rev-list --first-parent --count $(RANGE)) -ge 3 ] || \
+	  { echo 'make asv-find: RANGE=GOOD~1..BAD with 3 commits or more' >&2; exit 2; }
+	name=$$($(ASV_ENV) $(VENV)/bin/python scripts/asv_find_env.py $(BACKEND)) && \
+	$(ASV_ENV) $(ASV) find -E "$$name" --skip-save $(LAUNCH) $(RANGE) '$(or $(BENCH),$(ASV_QUICK))'
+
 # asv's pages with their JS/CSS local, viewable offline (docs/asv-html.md).
 asv-html: env
 	$(ASV) publish

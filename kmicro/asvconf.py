@@ -25,12 +25,14 @@ TOOLING = {"asv", "asv-runner", "build", "distlib", "iniconfig", "json5", "lazy-
            "pluggy", "pympler", "pyproject-hooks", "pytest", "python-discovery", "tabulate",
            "virtualenv"}
 # What only one Keras 3 backend needs: dropped by --lean from a config that leaves it out.
+# Keras' numpy backend imports jax (keras/src/backend/numpy/math.py, nn.py).
 BACKEND_PACKAGES = {"tensorflow": {"tensorflow-cpu"}, "jax": {"jax", "jaxlib"},
-                    "torch": {"torch"}, "numpy": set()}
-# kmicro's wheel is built with --no-build-isolation (no registry round trip per commit):
-# PEP 621 metadata needs setuptools >= 61 in every environment.
-BUILD_PIN = {"setuptools": "65.5.0"}
-
+                    "torch": {"torch"}, "numpy": {"jax", "jaxlib"}}
+# kmicro's wheel is built with --no-build-isolation (no registry round trip per commit): PEP 621
+# metadata needs setuptools >= 61. asv itself installs pyproject.toml's build requirement with
+# --upgrade, i.e. the newest setuptools for the environment's Python: pinning that release keeps
+# the environment's name (and the versions recorded with its results) true.
+SETUPTOOLS = {"3.11": "84.2.1", "3.9": "82.0.1"}
 # asv reads a pin's version with \d+(\.\d+)*[a-zA-Z0-9]* and drops the rest ("2026.10.19.post1"
 # becomes "2026.10.19"); such pins go in whole as a "pip+NAME==VERSION" key instead.
 _ASV_VERSION = re.compile(r"\d+(\.\d+)*([a-zA-Z0-9]+)?")
@@ -69,10 +71,11 @@ def pinned(req) -> dict:
 
 
 def _keras3_req(backends, lean) -> dict:
-    dropped = set().union(*(p for b, p in BACKEND_PACKAGES.items() if lean and b not in backends))
+    needed = set().union(*(BACKEND_PACKAGES[b] for b in backends))
+    dropped = set().union(*BACKEND_PACKAGES.values()) - needed if lean else set()
     req = {k: v for k, v in pins(_family("keras3").requirements).items()
            if k not in TOOLING and k not in dropped}
-    return asv_req({**req, **BUILD_PIN})
+    return asv_req({**req, "setuptools": SETUPTOOLS[_family("keras3").python]})
 
 
 def _family(family) -> stacks.Stack:
@@ -85,8 +88,8 @@ def _keras2_includes() -> list:
         if s.family != "keras2" or not s.default:
             continue
         env = {k: v.split(",compiledir=")[0] for k, v in s.env}  # theano's default cache dir
-        includes.append({"python": s.python,
-                         "req": asv_req({**pins(s.requirements), **BUILD_PIN}),
+        req = {**pins(s.requirements), "setuptools": SETUPTOOLS[s.python]}
+        includes.append({"python": s.python, "req": asv_req(req),
                          "env_nobuild": {"KERAS_BACKEND": s.backend, **env}})
     return includes
 
