@@ -4,8 +4,9 @@
 fixed prepared batch (augmentation and batch preparation excluded: the step alone);
 `track_epoch_s` is kmicro's epoch estimate (median of 20 timed steps x 50,000 / batch, batch
 preparation and augmentation included, as `kmicro models` reports it); `track_compile_s` is
-the first train step (trace + compile + run); `peakmem_train_step` is the process's peak RSS around a train step
-(framework included: compare it across commits and versions, not across stacks).
+the first train step (trace + compile + run); `peakmem_train_step` is the process's peak RSS
+around a train step (framework included: compare it across commits and versions, not across
+stacks).
 """
 import time
 

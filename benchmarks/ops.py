@@ -6,10 +6,10 @@ against the float64 reference once per process; `time_pass` times one synchronis
 (`backward` = forward+backward, as in `kmicro ops`). A combination the stack cannot run
 (numpy backward, TensorFlow's channels_first conv on a CPU) is skipped, a wrong result fails.
 """
-from .common import adapter_module, cached, skip
-
 from kmicro import cases, timing, worker
 from kmicro.backends.base import UnsupportedPass
+
+from .common import adapter_module, cached, skip
 
 CASES = {c.id: c for fmt in cases.DATA_FORMATS for c in cases.default_catalog(fmt)}
 

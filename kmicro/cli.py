@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from kmicro import attribution as attribute_command
+from kmicro import attribute_command
 from kmicro import cases, stacks
 from kmicro.errors import NothingRan, UsageError
 from kmicro.models import command as models_command

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kmicro import attribution, cases, compare, peaks, report, results, runner, stacks
+from kmicro import attribute_command, cases, compare, peaks, report, results, runner, stacks
 from kmicro.cli import default_json, split
 from kmicro.errors import NothingRan, UsageError
 from kmicro.models import command as models_command
@@ -204,4 +204,4 @@ def diagnose_(args) -> int:
 
 HANDLERS = {"stacks": stacks_, "ops": ops, "calibrate": calibrate, "report": report_,
             "compare": compare_, "diagnose": diagnose_, "models": models_command.run,
-            "attribute": attribution.run}
+            "attribute": attribute_command.run}

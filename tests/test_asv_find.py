@@ -10,6 +10,7 @@ asv-env-find ($KMICRO_ASV_FIND_ENV) and is reused while its pins match (measured
 4.5 min cold, 1 min warm).
 asv gets its own HOME, so ~/.asv-machine.json is left alone.
 """
+import fcntl
 import json
 import os
 import re
@@ -148,10 +149,13 @@ def test_asv_find_names_the_commit_that_slowed_the_numpy_forward(tmp_path):
 
     p = asv(conf, env, "machine", "--yes", "--machine", MACHINE)
     assert p.returncode == 0, p.stdout + p.stderr
-    start = time.perf_counter()
-    p = asv(conf, env, "find", "-E", "virtualenv:3.11", "--machine", MACHINE, "--show-stderr",
-            f"{base}..{last}", DENSE_FORWARD)
-    took = time.perf_counter() - start
+    ENV_DIR.mkdir(parents=True, exist_ok=True)
+    with open(ENV_DIR / ".lock", "w") as lock:  # two test runs at once would share the env
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        start = time.perf_counter()
+        p = asv(conf, env, "find", "-E", "virtualenv:3.11", "--machine", MACHINE,
+                "--show-stderr", f"{base}..{last}", DENSE_FORWARD)
+        took = time.perf_counter() - start
     out = p.stdout + p.stderr
     print(f"asv find: {took:.0f} s\n{summary(out)}")
     assert p.returncode == 0, out
