@@ -1,9 +1,9 @@
 """What the asv suites share: the stack this asv environment runs, and per-process caches.
 
 asv re-runs `setup` before every sample (asv-runner >= 0.3), so anything slow (building a
-layer, compiling it, checking it) happens once per process through `cached`. With
-`--launch-method forkserver` the adapter module (and so Keras and its backend) is imported
-once by the server at discovery, not once per benchmark process.
+layer, compiling it, checking it) happens once per process through `cached`. The adapter (and
+so Keras and its backend) is imported lazily, in the benchmark's own process: a forkserver that
+preloaded it would fork a process already running the framework's threads (docs/asv.md).
 """
 import importlib
 import os

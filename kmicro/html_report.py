@@ -120,7 +120,7 @@ def _op_cell(record, best) -> str:
     if record is None:
         return _cell("—", "num dim")
     if record["status"] != "ok":
-        cls = "num dim" if record["status"] == "unsupported" else "num bad"
+        cls = "num dim" if record["status"] in report.QUIET else "num bad"
         return _cell(record["status"], cls, title=record.get("error") or record["status"])
     median, iqr = record["median_s"], record.get("iqr_s")
     text = ("~" if record.get("noisy") else "") + report.format_time(median)

@@ -26,6 +26,10 @@ def _value(record, metric):
     return work / seconds / 1e9 if work else None
 
 
+NOISE = "< noise"  # a derived backward within the spread of the fwd+bwd measurement
+QUIET = ("unsupported", NOISE)  # statuses that are facts about the case, not failures
+
+
 def _rows(records):
     """{(case, pass label): {stack: record}} in catalog order, plus derived backward-only rows."""
     rows = OrderedDict()
@@ -36,7 +40,7 @@ def _rows(records):
                            flops=(r.get("flops") or 0) * 2 // 3)
             # A difference within the fwd+bwd spread (launch-bound GPU cases) is not a time.
             if r["backward_s"] <= (r.get("iqr_s") or 0.0):
-                derived.update(status="< noise", median_s=None)
+                derived.update(status=NOISE, median_s=None)
             rows.setdefault((r["case"], "backward_only"), {})[r["stack"]] = derived
     order = list(PASS_LABELS)
     cases = list(OrderedDict.fromkeys(c for c, _ in rows))
@@ -55,8 +59,7 @@ def _cell(record, metric, best) -> Text:
         return Text("—", style="dim")
     value = _value(record, metric)
     if value is None:
-        quiet = record["status"] in ("unsupported", "< noise")
-        return Text(record["status"], style="dim" if quiet else "red")
+        return Text(record["status"], style="dim" if record["status"] in QUIET else "red")
     if metric == "time":
         text, ratio = format_time(value), value / best
     else:

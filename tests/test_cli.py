@@ -126,3 +126,11 @@ def test_report_of_the_committed_gpu_run(kmicro):
     assert "(gpu)" in p.stdout and "(cpu)" not in p.stdout
     assert "< noise" in p.stdout and "e+03 ns" not in p.stdout  # no negative differences
     assert "resnet_bn" in p.stdout and "BN/no-BN" in p.stdout
+
+
+def test_html_report_shows_noise_as_a_fact_not_a_failure(kmicro, tmp_path):
+    gpu = ROOT / "docs" / "results" / "gpu-h200-2026-11-29" / "gpu.json"
+    p = kmicro("report", str(gpu), "-o", str(tmp_path / "gpu.html"))
+    assert p.returncode == 0, p.stderr
+    page = (tmp_path / "gpu.html").read_text()
+    assert "&lt; noise" in page and "num bad" not in page
