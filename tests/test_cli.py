@@ -69,11 +69,18 @@ def test_resume_skips_finished_cases(kmicro, tmp_path):
     assert load(out) == first  # nothing re-measured: same records, same timestamps
 
 
+def _sigint_as_in_a_terminal():
+    # A background job (e.g. CI started with `&`) inherits SIGINT ignored, and Python then
+    # never raises KeyboardInterrupt: give kmicro the disposition a terminal user's has.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_keeps_finished_records(tmp_path):
     out = tmp_path / "r.json"
     proc = subprocess.Popen([*KMICRO, "ops", "--stacks", "numpy", "--ops", "conv2d,dense",
                              "--json", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_sigint_as_in_a_terminal)
     deadline = time.time() + 120
     while time.time() < deadline and not (out.exists() and len(json.loads(out.read_text())) >= 3):
         time.sleep(0.2)
