@@ -25,9 +25,12 @@ def test_every_op_and_pass_is_correct_and_timed(stack, data_format):
         if stack == "numpy" and r["pass"] == "backward":
             assert r["status"] == "unsupported", r
             continue
-        if stack == "tensorflow" and data_format == "channels_first" and r["op"] in NCHW_CPU:
-            # TensorFlow's CPU Conv2D only takes NHWC: a known limit, reported as such
-            assert r["status"] == "unsupported" and "NHWC" in r["error"], r
+        if (stack == "tensorflow" and data_format == "channels_first" and r["op"] in NCHW_CPU
+                and r["status"] == "unsupported"):
+            # Whether TensorFlow's CPU Conv2D runs NCHW depends on the CPU's kernels (oneDNN ran
+            # it on an AVX-512 Xeon, not on AMD EPYC): either it is checked and timed like every
+            # other case (below), or it is unsupported with TensorFlow's own message.
+            assert "NHWC" in r["error"], r
             continue
         assert r["status"] == "ok", (r["case"], r["pass"], r["error"])
         assert r["device"] == "cpu" and r["versions"]["keras"].startswith("3.")

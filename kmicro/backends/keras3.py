@@ -209,7 +209,8 @@ class _Numpy(_Backend):
 
 
 def _nhwc_only(exc):
-    """TensorFlow's CPU Conv2D kernels take NHWC only: unsupported there, not an error."""
+    """Where TensorFlow's CPU Conv2D kernels take NHWC only (it depends on the CPU): unsupported
+    there, not an error."""
     lines = [ln for ln in exc.message.splitlines() if "NHWC" in ln]
     if lines:
         return UnsupportedPass("TensorFlow: " + re.sub(r"\{\{.*?\}\}\s*", "", lines[0]).strip())
