@@ -44,7 +44,7 @@ bench: env
 	$(VENV)/bin/kmicro ops --json results/ops-$(RUN).json
 	$(VENV)/bin/kmicro report results/ops-$(RUN).json --peaks -o results/report-$(RUN).html
 
-test: env chromium
+test: env chromium asv-machine
 	$(VENV)/bin/python -m pytest -q
 
 calibrate: env

@@ -6,7 +6,8 @@ against the float64 reference once per process; `time_pass` times one synchronis
 (`backward` = forward+backward, as in `kmicro ops`). A combination the stack cannot run
 (numpy backward, TensorFlow's channels_first conv on a CPU) is skipped, a wrong result fails.
 """
-from kmicro import cases, timing, worker
+from kmicro.core import cases, timing
+from kmicro.harness import worker
 from kmicro.backends.base import UnsupportedPass
 
 from .common import adapter_module, cached, skip

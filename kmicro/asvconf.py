@@ -17,8 +17,8 @@ import json
 import re
 import sys
 
-from kmicro import stacks
-from kmicro.errors import UsageError
+from kmicro.core import stacks
+from kmicro.core.errors import UsageError
 
 # In requirements/keras3.txt for the test and benchmark tools, not for the benchmarked stack.
 TOOLING = {"asv", "asv-runner", "build", "distlib", "iniconfig", "json5", "lazy-importer",

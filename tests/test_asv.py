@@ -8,7 +8,8 @@ import pytest
 
 from conftest import ROOT
 
-from kmicro import asvconf, stacks
+from kmicro import asvconf
+from kmicro.core import stacks
 
 ASV = [sys.executable, "-m", "asv"]
 EXISTING = f"existing:{sys.executable}"

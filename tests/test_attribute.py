@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, load
-from kmicro import attribute_worker, attribution, stacks
-from kmicro.errors import UsageError
+from kmicro.harness import attribute_worker
+from kmicro.analysis import attribution
+from kmicro.core import stacks
+from kmicro.core.errors import UsageError
 from kmicro.models import graph, zoo
 
 TESTS = Path(__file__).resolve().parent

@@ -1,8 +1,8 @@
 """Case specs: ids are stable (history depends on them), the catalog is the seed models."""
 import pytest
 
-from kmicro import cases
-from kmicro.errors import UsageError
+from kmicro.core import cases
+from kmicro.core.errors import UsageError
 
 
 def test_default_catalog_is_the_distinct_seed_layers():

@@ -4,7 +4,9 @@ import json
 import pytest
 from rich.console import Console
 
-from kmicro import diagnose, runner, stacks
+from kmicro.analysis import diagnose
+from kmicro.harness import runner
+from kmicro.core import stacks
 
 
 def _stack(name):

@@ -1,5 +1,6 @@
 """A case that raises, hangs or kills its worker becomes a record; the run goes on."""
-from kmicro import cases, runner, stacks
+from kmicro.core import cases, stacks
+from kmicro.harness import runner
 
 NUMPY = [stacks.STACKS["numpy"]]
 
@@ -43,7 +44,7 @@ def test_dying_worker_is_an_error_record_and_the_run_goes_on(monkeypatch):
 
 def test_wrong_numbers_are_reported_wrong_and_never_timed(monkeypatch):
     """A real backend fed weights that differ from the reference's must be caught."""
-    from kmicro import worker
+    from kmicro.harness import worker
     from kmicro.backends import keras3
 
     monkeypatch.setenv("KERAS_BACKEND", "numpy")

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from conftest import load, run_kmicro
-from kmicro import html_report, plots
+from kmicro.report import html as html_report, plots
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 PEAKS = {"matmul_gflops": 50.0, "copy_gbps": 10.0}

@@ -1,7 +1,8 @@
 """The Keras 2 adapter through the real runner and worker (Theano / TF1 on small shapes)."""
 import pytest
 
-from kmicro import cases, runner, stacks
+from kmicro.core import cases, stacks
+from kmicro.harness import runner
 
 SHAPES = [(2, 8, 8, 4), (2, 8)]  # >= 8 so AveragePooling2D(8) has a window
 

@@ -1,7 +1,8 @@
 """Real Keras 3 backends through the real worker: every op and pass checks out on small shapes."""
 import pytest
 
-from kmicro import cases, runner, stacks
+from kmicro.core import cases, stacks
+from kmicro.harness import runner
 
 SMALL = [(2, 8, 8, 4), (2, 8)]
 NCHW_CPU = {"conv2d"}

@@ -5,9 +5,11 @@ import numpy as np
 import pytest
 
 from conftest import load, run_kmicro
-from kmicro import cli, stacks
-from kmicro.errors import UsageError
-from kmicro.models import augment, command, data, epoch, graph, job, zoo
+from kmicro import cli
+from kmicro.core import stacks
+from kmicro.core.errors import UsageError
+from kmicro.models import augment, data, epoch, graph, job, zoo
+from kmicro.cli import models as command
 
 CONTRACT = ("stack", "backend", "versions", "device", "case", "model", "pass", "input_shape",
             "data_format", "status", "median_s", "iqr_s", "compile_s", "max_rel_err", "error",

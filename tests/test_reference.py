@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from kmicro import cases, reference
+from kmicro.core import cases, reference
 
 TINY = [
     cases.make_case("conv2d", (2, 5, 5, 3), filters=4, kernel_size=3, padding="same"),

@@ -1,7 +1,7 @@
 """kmicro's stack declaration and the Makefile must agree (asv.conf.json: tests/test_asv.py)."""
 from conftest import ROOT
 
-from kmicro import stacks
+from kmicro.core import stacks
 
 
 def test_makefile_builds_every_keras2_stack_with_its_python():

@@ -1,7 +1,7 @@
 """The timing loop, driven by a fake clock: no real time, exact expectations."""
 import pytest
 
-from kmicro import timing
+from kmicro.core import timing
 
 
 class FakeClock:

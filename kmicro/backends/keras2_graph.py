@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-from kmicro import cases, reference
+from kmicro.core import cases, reference
 
 _out = os.fdopen(os.dup(1), "w", buffering=1)
 os.dup2(2, 1)

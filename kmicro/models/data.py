@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kmicro.errors import UsageError
+from kmicro.core.errors import UsageError
 
 TRAIN_SAMPLES, TEST_SAMPLES = 50000, 10000
 TRAIN_FILES = tuple("data_batch_{}".format(i) for i in range(1, 6))

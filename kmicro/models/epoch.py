@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from kmicro import timing
+from kmicro.core import timing
 from kmicro.models import augment as augment_mod
 from kmicro.models.data import one_hot, scale
 

@@ -5,7 +5,7 @@ Keras' examples/cifar10_resnet.py (ResNet20 v1). Names are result ids: append-on
 """
 from __future__ import annotations
 
-from kmicro.errors import UsageError
+from kmicro.core.errors import UsageError
 from kmicro.models.graph import INPUT, Augment, Graph, ModelSpec, Optimizer
 
 L2 = ("l2", 1e-4)

@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from kmicro.errors import UsageError
+from kmicro.core.errors import UsageError
 
 SCHEMA = 1
 STATUSES = ("ok", "error", "timeout", "wrong", "unsupported", "skipped")
@@ -50,6 +50,23 @@ def base_record(info, case, pass_name) -> dict:
         # other work on the machine distorts timings; keep the evidence with the number
         "load_avg_1m": round(os.getloadavg()[0], 2), "cpu_count": os.cpu_count(),
     }
+
+
+KINDS = ("op", "model", "attribution", "diagnose", "ab")
+
+
+def kind_of(record) -> str:
+    """The record's `kind`; files written before records carried one are recognised by
+    their fields (diagnose findings, attribution, model, op)."""
+    if record.get("kind") in KINDS:
+        return record["kind"]
+    if "finding" in record or "findings" in record:
+        return "diagnose"
+    if record.get("model"):
+        return "model"
+    if record.get("op"):
+        return "op"
+    return "other"
 
 
 def _is_record(r) -> bool:

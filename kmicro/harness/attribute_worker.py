@@ -21,7 +21,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from kmicro import protocol, timing
+from kmicro.harness import protocol
+from kmicro.core import timing
 from kmicro.backends.base import UnsupportedPass
 from kmicro.models import zoo
 

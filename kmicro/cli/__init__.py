@@ -8,11 +8,11 @@ import sys
 import time
 from pathlib import Path
 
-from kmicro import attribute_command
-from kmicro import cases, stacks
-from kmicro.errors import NothingRan, UsageError
-from kmicro.models import command as models_command
-from kmicro.stacks import DEVICES, JIT
+from kmicro.cli import attribute as attribute_command
+from kmicro.core import cases, stacks
+from kmicro.core.errors import NothingRan, UsageError
+from kmicro.cli import models as models_command
+from kmicro.core.stacks import DEVICES, JIT
 
 
 class _Parser(argparse.ArgumentParser):
@@ -93,18 +93,9 @@ def main(argv=None) -> int:
 
 
 def _dispatch(args) -> int:
-    from kmicro import commands  # keeps `kmicro --help` fast
+    from kmicro.cli import commands  # keeps `kmicro --help` fast
 
     return commands.HANDLERS[args.command](args)
-
-
-def split(text) -> list:
-    return [t.strip() for t in (text or "").split(",") if t.strip()]
-
-
-def default_json(kind: str) -> Path:
-    return Path("results") / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}.json"
-
 
 
 if __name__ == "__main__":

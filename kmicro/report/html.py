@@ -15,8 +15,9 @@ from collections import OrderedDict
 from html import escape
 from pathlib import Path
 
-from kmicro import plots, report, results
-from kmicro.errors import UsageError
+from kmicro.report import plots, tables as report
+from kmicro.core import records as results
+from kmicro.core.errors import UsageError
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;
@@ -59,16 +60,7 @@ def _lenient(path) -> list:
     return data
 
 
-def kind(record) -> str:
-    if "finding" in record or "findings" in record or record.get("kind") == "diagnose":
-        return "diagnose"
-    if record.get("kind") == "attribution":  # before "model": these records name one too
-        return "attribution"
-    if record.get("model"):
-        return "model"
-    if record.get("op"):
-        return "op"
-    return "other"
+kind = results.kind_of
 
 
 def group(records) -> dict:
@@ -249,7 +241,7 @@ def _attribution_rows(attribution, recs, stacks) -> list:
 def _attribution_section(recs) -> str:
     if not recs:
         return ""
-    from kmicro import attribution  # framework-free analysis of attribution records
+    from kmicro.analysis import attribution  # framework-free analysis of attribution records
 
     parts = ["<h2 id='attribution'>Attribution</h2><p class='note'>Forward+backward time of "
              "each layer type, timed layer by layer, as a share of the measured training step "

@@ -15,7 +15,7 @@ from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Optional
 
-from kmicro.errors import UsageError
+from kmicro.core.errors import UsageError
 from kmicro.models import zoo
 
 DESCRIBE = "describe"  # the worker's layer list: kept in memory, not written to the results
@@ -262,7 +262,7 @@ class _StackPlan:
             yield self._job("ablated_step", ("ablated_step",), input_shapes=d["input_shapes"])
 
     def _job(self, kind, passes, **extra):
-        from kmicro import attribute_worker, runner
+        from kmicro.harness import attribute_worker, runner
 
         payload = self.request.payload(self.stack.family, kind, **extra)
         label = extra["layer"]["key"] if "layer" in extra else kind
@@ -286,7 +286,7 @@ class _StackPlan:
 
 
 def _unsupported(request, stack, out):
-    from kmicro import attribute_worker
+    from kmicro.harness import attribute_worker
 
     payload = request.payload(stack.family, "step")
     record = attribute_worker.blank_record({"stack": stack.name, "backend": stack.backend},
@@ -298,7 +298,7 @@ def _unsupported(request, stack, out):
 
 def attribute(request, chosen, options, out, progress=None):
     """Run the request on every stack, one after another; summaries go into the step records."""
-    from kmicro import runner
+    from kmicro.harness import runner
 
     for stack in chosen:
         if request.source(stack.family) is None:

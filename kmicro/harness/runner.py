@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from kmicro import cases as cases_mod
-from kmicro import results
-from kmicro.stacks import worker_env
+from kmicro.core import cases as cases_mod
+from kmicro.core import records as results
+from kmicro.core.stacks import worker_env
 
 STARTUP_TIMEOUT_S = 300  # importing a framework (and Theano's first compile) is slow
 
@@ -29,7 +29,7 @@ class Options:
     timeout_s: float = 300.0  # per case, all passes together
     seed: int = 0
     calibrate_rounds: int = 0  # > 0: overhead measurement jobs instead of timing jobs
-    worker_module: str = "kmicro.worker"  # the worker-side entry point jobs are sent to
+    worker_module: str = "kmicro.harness.worker"  # the worker-side entry point jobs are sent to
 
 
 class WorkerDied(Exception):

@@ -9,9 +9,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kmicro.errors import UsageError
+from kmicro.core.errors import UsageError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEVICES = ("auto", "cpu", "gpu")  # --device: where a stack's work must run
 JIT = ("auto", "on", "off")  # --jit: auto = what a Keras train step does per backend
 

@@ -9,10 +9,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kmicro import attribute_command, cases, compare, peaks, report, results, runner, stacks
-from kmicro.cli import default_json, split
-from kmicro.errors import NothingRan, UsageError
-from kmicro.models import command as models_command
+from kmicro.cli import attribute as attribute_command
+from kmicro.core import cases, peaks, records as results, stacks
+from kmicro.analysis import compare
+from kmicro.report import tables as report
+from kmicro.harness import runner
+from kmicro.cli.common import default_json, exit_code, refuse_missing_gpu, split
+from kmicro.core.errors import NothingRan, UsageError
+from kmicro.cli import models as models_command
 
 # Wide enough that tables in logs (not a terminal) don't wrap; a terminal sets its own width.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
@@ -85,22 +89,6 @@ def _print_tables(records, metric):
         console.print(f"[yellow]![/yellow] {line}", soft_wrap=True)
 
 
-def refuse_missing_gpu(records, device):
-    """--device gpu where no stack has one is bad usage: one line, records kept on disk."""
-    if device == "gpu" and records and all("DeviceUnavailable" in (r["error"] or "")
-                                           for r in records):
-        raise UsageError("--device gpu, but none of the stacks sees a GPU "
-                         f"({', '.join(sorted({r['stack'] for r in records}))}); "
-                         "use --device cpu or auto")
-
-
-def exit_code(records) -> int:
-    """0 when anything ran, else NothingRan (exit 1)."""
-    if any(r["status"] == "ok" for r in records):
-        return 0
-    raise NothingRan("nothing ran successfully (see the errors above)")
-
-
 def stacks_(args) -> int:
     table = Table(title="kmicro stacks")
     for col in ("stack", "installed", "python", "backend", "versions", "device"):
@@ -145,7 +133,7 @@ def calibrate(args) -> int:
 
 
 def report_(args) -> int:
-    from kmicro import html_report  # matplotlib: only for this command
+    from kmicro.report import html as html_report  # matplotlib: only for this command
 
     records = html_report.load(args.results)
     if args.output:
@@ -155,7 +143,7 @@ def report_(args) -> int:
     _print_tables([r for r in records if html_report.kind(r) == "op"], args.metric)
     model_records = [r for r in records if html_report.kind(r) == "model"]
     if model_records:
-        from kmicro.models import table as models_table
+        from kmicro.report import models as models_table
 
         console.print(models_table.measured_table(model_records))
         console.print(models_table.caption(model_records))
@@ -182,7 +170,7 @@ def compare_(args) -> int:
 
 
 def diagnose_(args) -> int:
-    from kmicro import diagnose
+    from kmicro.analysis import diagnose
 
     names = args.stacks or [n for n, s in stacks.STACKS.items()
                             if s.family == "keras2" and s.installed]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kmicro.errors import UsageError
+from kmicro.core.errors import UsageError
 
 # op name (CLI) -> Keras layer class name. Append-only.
 OPS = {

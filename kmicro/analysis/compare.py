@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kmicro import results
+from kmicro.core import records as results
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from rich.table import Table
 
-from kmicro import cases, results
-from kmicro.stacks import ROOT, worker_env
+from kmicro.core import cases, records as results
+from kmicro.core.stacks import ROOT, worker_env
 
 # bn: the catalog's BN case, both layouts; model: report 001's model predict (Theano);
 # inplace: the same predict again with THEANO_FLAGS optimizer_excluding=inplace, for the cost.

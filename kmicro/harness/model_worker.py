@@ -8,7 +8,7 @@ from __future__ import annotations
 import gc
 import sys
 
-from kmicro import protocol
+from kmicro.harness import protocol
 from kmicro.backends.base import UnsupportedPass
 from kmicro.models import data as data_mod
 from kmicro.models import epoch, job as job_mod, zoo

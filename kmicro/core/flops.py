@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kmicro import reference
+from kmicro.core import reference
 
 
 def _size(shape) -> int:

@@ -11,7 +11,8 @@ import statistics
 import sys
 import time
 
-from kmicro import cases, flops, protocol, reference, results, timing
+from kmicro.core import cases, flops, reference, records as results, timing
+from kmicro.harness import protocol
 from kmicro.backends.base import UnsupportedPass
 
 TOLERANCE = {"cpu": 1e-3, "gpu": 1e-2}  # GPU backends may use TF32 for conv/matmul

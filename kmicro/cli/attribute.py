@@ -9,12 +9,12 @@ import os
 import sys
 from pathlib import Path
 
-from kmicro.attribution import (DESCRIBE, REMAINDER_MEANING, TOLERATED, Request, ablation,
+from kmicro.analysis.attribution import (DESCRIBE, REMAINDER_MEANING, TOLERATED, Request, ablation,
                                 attribute, check_source, dominant_lines, measured_ok, ratio_ranking,
                                 stacks_of, summary, type_ranking)
-from kmicro.errors import NothingRan, UsageError
+from kmicro.core.errors import NothingRan, UsageError
 from kmicro.models import zoo
-from kmicro.stacks import DEVICES, JIT
+from kmicro.core.stacks import DEVICES, JIT
 
 
 def _ms(seconds) -> str:
@@ -146,18 +146,20 @@ def request_from(args) -> Request:
 def run(args) -> int:
     from rich.console import Console
 
-    from kmicro import cli, results, runner, stacks
-    from kmicro.commands import exit_code, refuse_missing_gpu
+    from kmicro.cli import common
+    from kmicro.core import records as results, stacks
+    from kmicro.harness import runner
+    from kmicro.cli.common import exit_code, refuse_missing_gpu
 
     request = request_from(args)
     chosen = stacks.resolve(args.stacks) if args.stacks else \
         [s for s in stacks.resolve(None) if s.backward]  # numpy cannot train
     if not chosen:
         raise NothingRan("no stack is installed; run `make env` first")
-    path = Path(args.json) if args.json else cli.default_json("attribute")
+    path = Path(args.json) if args.json else common.default_json("attribute")
     out = results.ResultsFile(path)
     options = runner.Options(device=args.device, jit=args.jit, quick=args.quick,
-                             timeout_s=args.timeout, worker_module="kmicro.attribute_worker")
+                             timeout_s=args.timeout, worker_module="kmicro.harness.attribute_worker")
     attribute(request, chosen, options, out, _progress)
     refuse_missing_gpu(out.records, args.device)
     print_report(out.records, Console(highlight=False, width=None if sys.stdout.isatty() else 160))

@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kmicro.errors import NothingRan, UsageError
+from kmicro.core.errors import NothingRan, UsageError
 from kmicro.models import zoo  # pure Python: the parser needs the model names
-from kmicro.stacks import DEVICES, JIT
+from kmicro.core.stacks import DEVICES, JIT
 
 
 def add_parser(subparsers):
@@ -42,21 +42,23 @@ def add_parser(subparsers):
 def run(args) -> int:
     from rich.console import Console
 
-    from kmicro import cli, results, runner, stacks
-    from kmicro.commands import exit_code, refuse_missing_gpu
+    from kmicro.cli import common
+    from kmicro.core import records as results, stacks
+    from kmicro.harness import runner
+    from kmicro.cli.common import exit_code, refuse_missing_gpu
     from kmicro.models import job as job_mod
-    from kmicro.models import table
+    from kmicro.report import models as table
 
     if args.steps < 1:
         raise UsageError("--steps must be at least 1")
     specs = zoo.select(args.models)
     chosen = _stacks(stacks, args.stacks)
     settings = [_settings(spec, args) for spec in specs]
-    path = Path(args.json) if args.json else cli.default_json("models")
+    path = Path(args.json) if args.json else common.default_json("models")
     out = results.ResultsFile(path)
     timeout = args.timeout or (14400.0 if args.full_epoch else 900.0)
     options = runner.Options(device=args.device, jit=args.jit, timeout_s=timeout,
-                             worker_module="kmicro.model_worker")
+                             worker_module="kmicro.harness.model_worker")
     jobs = [_job(runner, job_mod, spec, s) for spec, s in zip(specs, settings)]
     for stack in chosen:
         runner.run_jobs(stack, jobs, options, out.append, _progress)
