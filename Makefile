@@ -6,7 +6,7 @@ PY311 ?= $(call python_for,3.11)
 VENV := .venv
 STAMP := $(VENV)/.kmicro-installed
 PIP := $(VENV)/bin/pip --disable-pip-version-check -q
-# Python of each Keras 2 stack (must match kmicro/stacks.py)
+# Python of each Keras 2 stack (must match kmicro/core/stacks.py)
 PY_theano := 3.9
 PY_theano-2019 := 3.7
 PY_tf1 := 3.7
@@ -45,6 +45,7 @@ bench: env
 	$(VENV)/bin/kmicro report results/ops-$(RUN).json --peaks -o results/report-$(RUN).html
 
 test: env chromium asv-machine
+	$(VENV)/bin/lint-imports --no-cache  # the layering contracts in pyproject.toml
 	$(VENV)/bin/python -m pytest -q
 
 calibrate: env

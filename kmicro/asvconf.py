@@ -21,7 +21,8 @@ from kmicro.core import stacks
 from kmicro.core.errors import UsageError
 
 # In requirements/keras3.txt for the test and benchmark tools, not for the benchmarked stack.
-TOOLING = {"asv", "asv-runner", "build", "distlib", "iniconfig", "json5", "lazy-importer",
+TOOLING = {"asv", "asv-runner", "build", "click", "distlib", "grimp", "import-linter",
+           "iniconfig", "json5", "lazy-importer",
            "pluggy", "pympler", "pyproject-hooks", "pytest", "python-discovery", "tabulate",
            "virtualenv"}
 # What only one Keras 3 backend needs: dropped by --lean from a config that leaves it out.
@@ -38,7 +39,7 @@ SETUPTOOLS = {"3.11": "84.2.1", "3.9": "82.0.1"}
 _ASV_VERSION = re.compile(r"\d+(\.\d+)*([a-zA-Z0-9]+)?")
 
 HEADER = """\
-// Written by `python -m kmicro.asvconf` from kmicro/stacks.py and requirements/*.txt:
+// Written by `python -m kmicro.asvconf` from kmicro/core/stacks.py and requirements/*.txt:
 // edit those and regenerate (tests/test_asv.py fails when this file is stale). See docs/asv.md.
 """
 
