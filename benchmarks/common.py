@@ -5,17 +5,18 @@ layer, compiling it, checking it) happens once per process through `cached`. The
 so Keras and its backend) is imported lazily, in the benchmark's own process: a forkserver that
 preloaded it would fork a process already running the framework's threads (docs/asv.md).
 """
-import importlib
 import os
+
+from kmicro import backends
 
 BACKEND = os.environ.get("KERAS_BACKEND", "tensorflow")  # set by asv.conf.json's env_nobuild
 FAMILY = "keras2" if BACKEND == "theano" else "keras3"  # Keras 2 only in the theano env
 _CACHE = {}
 
 
-def adapter_module(suffix=""):
-    """kmicro.backends.<family><suffix>: the only place a framework is imported."""
-    return importlib.import_module("kmicro.backends." + FAMILY + suffix)
+def adapter():
+    """This environment's adapter (kmicro.backends imports the framework), once per process."""
+    return cached("adapter", lambda: backends.load(FAMILY))
 
 
 def cached(key, build):

@@ -8,14 +8,13 @@ the first train step (trace + compile + run); `peakmem_train_step` is the proces
 around a train step (framework included: compare it across commits and versions, not across
 stacks).
 """
-import time
-
 from kmicro.backends.base import UnsupportedPass
+from kmicro.core import timing
 from kmicro.models import data as data_mod
 from kmicro.models import epoch, zoo
 from kmicro.models.job import Settings
 
-from .common import adapter_module, cached, skip
+from .common import adapter, cached, skip
 
 MODELS = list(zoo.DEFAULT)
 STEPS = 20
@@ -28,15 +27,13 @@ def trained(model):
 
 def _build(spec):
     try:
-        trainer = adapter_module("_models").ModelAdapter().build(spec, seed=0)
+        trainer = adapter().build_model(spec, seed=0)
     except UnsupportedPass as exc:
         raise skip(str(exc)) from None
     data = data_mod.synthetic(spec.batch_size, spec.batch_size, seed=0)
     batch = epoch.Batches(data.x_train, data.y_train, spec.batch_size, None, 0,
                           spec.num_classes)[0]
-    started = time.perf_counter()
-    trainer.train(*batch)
-    compile_s = time.perf_counter() - started
+    _, compile_s = timing.first_call(lambda: trainer.train(*batch), timing.host_values)
     trainer.test(*batch)
     return trainer, batch, compile_s
 

@@ -1,16 +1,16 @@
 """asv suite: one layer case, one pass, on the stack of this environment (KERAS_BACKEND).
 
 Parameters are kmicro's catalog case ids (both layouts) and passes; they are the history's
-keys, so they never change spelling (kmicro/cases.py). A pass is built, compiled and checked
+keys, so they never change spelling (kmicro/core/cases.py). A pass is built, compiled and checked
 against the float64 reference once per process; `time_pass` times one synchronised call
 (`backward` = forward+backward, as in `kmicro ops`). A combination the stack cannot run
 (numpy backward, TensorFlow's channels_first conv on a CPU) is skipped, a wrong result fails.
 """
-from kmicro.core import cases, timing
-from kmicro.harness import worker
 from kmicro.backends.base import UnsupportedPass
+from kmicro.core import cases, timing
+from kmicro.harness.jobs.op import TOLERANCE, CaseData, check
 
-from .common import adapter_module, cached, skip
+from .common import adapter, cached, skip
 
 CASES = {c.id: c for fmt in cases.DATA_FORMATS for c in cases.default_catalog(fmt)}
 
@@ -21,15 +21,15 @@ def prepared(case_id, pass_name):
 
 
 def _prepare(case, pass_name):
-    data = worker.CaseData(case, seed=0)
+    data = CaseData(case, seed=0)
     try:
-        ready = adapter_module().Adapter().prepare(case, pass_name, *data)
+        ready = adapter().prepare(case, pass_name, *data)
         out, compile_s = timing.first_call(ready.step, ready.sync)
     except UnsupportedPass as exc:
         raise skip(str(exc)) from None
     device = ready.device_of(out)
-    err = worker.check(case, pass_name, data, ready.outputs(out))
-    if not err <= worker.TOLERANCE[device]:
+    err = check(case, pass_name, data, ready.outputs(out))
+    if not err <= TOLERANCE[device]:
         raise AssertionError(f"{case.id} {pass_name}: max relative error {err:.3g} against the "
                              "float64 reference; not timed")
     return ready, compile_s

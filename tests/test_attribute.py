@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, load
-from kmicro.harness import attribute_worker
+from kmicro.harness.jobs import built_models
 from kmicro.analysis import attribution
 from kmicro.core import stacks
 from kmicro.core.errors import UsageError
@@ -91,7 +91,7 @@ def test_only_shape_keeping_single_input_types_are_removable():
 
 
 def test_ablated_builtin_spec_is_the_model_without_that_layer():
-    cut = attribute_worker.without(zoo.get("resnet_bn"), "BatchNormalization")
+    cut = built_models.without(zoo.get("resnet_bn"), "BatchNormalization")
     nobn = zoo.get("resnet_nobn")
     assert [(n.layer, n.kwargs) for n in cut.nodes] == [(n.layer, n.kwargs) for n in nobn.nodes]
     names = {n.name for n in cut.nodes} | {graph.INPUT}

@@ -55,3 +55,10 @@ def test_layer_options_override_the_cases_that_have_them():
         cases.select(["conv2d"], overrides={"units": 3})
     with pytest.raises(UsageError, match="KEY=VALUE"):
         cases.parse_overrides("filters")
+
+
+def test_an_override_applies_with_the_default_layouts():
+    """auto twins only BN in channels_first; an option of another op must still be accepted."""
+    selected = cases.select(overrides={"filters": 8})
+    assert {c.kwargs["filters"] for c in selected if c.op == "conv2d"} == {8}
+    assert any(c.data_format == "channels_first" for c in selected)

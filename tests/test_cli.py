@@ -2,6 +2,7 @@
 import json
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -26,6 +27,27 @@ def test_bad_input_is_one_line_and_exit_2(kmicro, args, valid):
     assert p.returncode == 2
     assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
     assert valid in p.stderr
+
+
+def test_help_lists_the_command_modules_in_their_one_order(kmicro):
+    from kmicro.cli import COMMANDS
+
+    names = [module.__name__.rsplit(".", 1)[1] for module in COMMANDS]
+    p = kmicro("--help", env={"COLUMNS": "200"})
+    assert p.returncode == 0 and "{" + ",".join(names) + "}" in p.stdout
+    listed = [line.split()[0] for line in p.stdout.splitlines()
+              if line.startswith("    ") and not line.startswith("     ")]
+    assert listed == names
+
+
+def test_parser_imports_neither_rich_nor_the_harness():
+    """`kmicro --help` stays fast: commands import their heavy modules when they run."""
+    code = ("import sys; from kmicro import cli; cli.build_parser(); "
+            "print(' '.join(sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True, check=True).stdout.split()
+    heavy = ("rich", "matplotlib", "kmicro.harness", "kmicro.analysis", "kmicro.report")
+    assert not [m for m in loaded if m.split(".")[0] in heavy or m.startswith(heavy)]
 
 
 def test_malformed_results_file_is_exit_2(kmicro, tmp_path):

@@ -83,3 +83,13 @@ def test_tf1_channels_last_bn_is_fused_channels_first_is_not():
     by = _by_case(records)
     assert by[("channels_last", "batchnorm()")]["facts"]["backward.fused_bn_ops"]
     assert not by[("channels_first", "batchnorm()")]["facts"]["backward.fused_bn_ops"]
+
+
+@pytest.mark.parametrize("fault, status, text", [("hang", "timeout", "timeout of 5 s"),
+                                                 ("die", "error", "exited with code 17")])
+def test_hung_or_crashed_inspection_is_a_record(fault, status, text, monkeypatch):
+    stack = _stack("theano")
+    monkeypatch.setenv("KMICRO_FAULT", f"{fault}:graph")
+    records = diagnose.run([stack], runner.Options(timeout_s=5), parts=("bn",))
+    assert len(records) == 2 and {r["status"] for r in records} == {status}
+    assert all(text in r["error"] and r["kind"] == "diagnose" for r in records)

@@ -44,7 +44,7 @@ def test_dying_worker_is_an_error_record_and_the_run_goes_on(monkeypatch):
 
 def test_wrong_numbers_are_reported_wrong_and_never_timed(monkeypatch):
     """A real backend fed weights that differ from the reference's must be caught."""
-    from kmicro.harness import worker
+    from kmicro.harness.jobs import op
     from kmicro.backends import keras3
 
     monkeypatch.setenv("KERAS_BACKEND", "numpy")
@@ -53,8 +53,8 @@ def test_wrong_numbers_are_reported_wrong_and_never_timed(monkeypatch):
     adapter.build = lambda case, weights: build(case, [w * 1.01 for w in weights])
     case = cases.make_case("dense", (2, 8), units=3)
     info = dict(adapter.info(), stack="numpy", python="3", requested_device="auto")
-    (record,) = worker.run_job(adapter, info, {"case": cases.case_to_dict(case),
-                                               "passes": ["forward"], "quick": True})
+    (record,) = op.run(adapter, info, {"kind": "op", "case": cases.case_to_dict(case),
+                                       "passes": ["forward"], "quick": True})
     assert record["status"] == "wrong"
     assert record["median_s"] is None and record["max_rel_err"] > 1e-3
 

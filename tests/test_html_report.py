@@ -72,8 +72,8 @@ def test_failed_cell_carries_error_in_title(page):
                      page.read_text())
 
 
-def test_main_report_reads_files(ops_json, tmp_path):
-    out = html_report.main_report([ops_json], tmp_path / "sub" / "r.html")
+def test_load_and_write_read_files(ops_json, tmp_path):
+    out = html_report.write(html_report.load([ops_json]), tmp_path / "sub" / "r.html")
     assert out.exists() and "data:image/png;base64," in out.read_text()
 
 

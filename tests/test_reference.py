@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from kmicro.core import cases, reference
+from kmicro.core import cases, ops, reference
 
 TINY = [
     cases.make_case("conv2d", (2, 5, 5, 3), filters=4, kernel_size=3, padding="same"),
@@ -17,11 +17,25 @@ TINY = [
     cases.make_case("activation", (3, 6), activation="softmax"),
     cases.make_case("add", (2, 3, 3, 2), n_inputs=2),
     cases.make_case("flatten", (2, 3, 3, 2), "channels_first"),
+    cases.make_case("dropout", (2, 3, 3, 2), "channels_first", rate=0.5),
 ]
+# Trainable weights come first in Keras order; the rest (BN's moving statistics) get no gradient.
+TRAINABLE = {"conv2d": 2, "dense": 2, "batchnorm": 2}
 
 
-def _loss(case, xs, ws, dy):
-    y, _ = reference.compute(case, xs, ws, training=True)
+def test_every_registered_op_has_a_tiny_case():
+    # A new op module is not done until its reference passes the finite-difference check.
+    assert {c.op for c in TINY} == set(ops.OPS)
+
+
+def _keep_mask(case):
+    if not ops.get(case.op).mask_from_backend:
+        return None
+    return np.random.RandomState(1).uniform(size=case.input_shape) > 0.5
+
+
+def _loss(case, xs, ws, dy, mask):
+    y, _ = reference.compute(case, xs, ws, training=True, dropout_mask=mask)
     return float((y * dy).sum())
 
 
@@ -30,17 +44,18 @@ def test_gradients_match_finite_differences(case):
     xs = [x.astype(np.float64) for x in reference.make_inputs(case)]
     ws = [w.astype(np.float64) for w in reference.make_weights(case)]
     dy = reference.make_dy(case, reference.output_shape(case)).astype(np.float64)
-    _, grads = reference.compute(case, xs, ws, training=True, dy=dy)
-    params = xs + ws[:reference.n_trainable(case)]
+    mask = _keep_mask(case)
+    _, grads = reference.compute(case, xs, ws, training=True, dy=dy, dropout_mask=mask)
+    params = xs + ws[:TRAINABLE.get(case.op, 0)]
     assert len(grads) == len(params)
     rng = np.random.RandomState(0)
     for param, grad in zip(params, grads):
         for idx in [tuple(rng.randint(s) for s in param.shape) for _ in range(5)]:
             old, eps = param[idx], 1e-6
             param[idx] = old + eps
-            up = _loss(case, xs, ws, dy)
+            up = _loss(case, xs, ws, dy, mask)
             param[idx] = old - eps
-            down = _loss(case, xs, ws, dy)
+            down = _loss(case, xs, ws, dy, mask)
             param[idx] = old
             assert grad[idx] == pytest.approx((up - down) / (2 * eps), rel=1e-4, abs=1e-6)
 

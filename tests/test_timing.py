@@ -84,3 +84,23 @@ def test_median_and_iqr_are_order_statistics():
 def test_bare_loop_is_the_mean_of_synchronised_calls():
     clock = FakeClock([0.004, 0.002])
     assert timing.bare_loop(clock.step, sync, 4, clock) == pytest.approx(0.003)
+
+
+def test_in_turns_alternates_the_steps_after_their_warm_up():
+    clock = FakeClock([0.001, 0.003])  # a, b, a, b, ...: a takes 1 ms, b 3 ms
+    a, b = timing.in_turns(clock.step, clock.step, 4, warmup=2, clock=clock)
+    assert clock.calls == 2 * 2 + 2 * 4
+    assert a.samples == pytest.approx([0.001] * 4) and b.samples == pytest.approx([0.003] * 4)
+
+
+def test_per_call_is_one_sample_per_call_and_the_wall_time_of_all():
+    clock = FakeClock([0.002, 0.004, 0.006])
+    seen = []
+
+    def call(i):
+        seen.append(i)
+        clock.step()
+
+    m, wall_s = timing.per_call(call, range(3, 6), clock)
+    assert seen == [3, 4, 5] and m.samples == pytest.approx([0.002, 0.004, 0.006])
+    assert m.median == pytest.approx(0.004) and wall_s == pytest.approx(0.012)

@@ -1,25 +1,28 @@
 """`kmicro attribute`: a model's training step split into its layers, on every stack.
 
-Framework-free: validates input, plans one worker's jobs per stack (kmicro/attribute_worker.py
-does the work), and analyses the records: per-layer and per-type shares of the step, the
-unexplained remainder, the dominant layer type across stacks, ablation deltas. The command
-(arguments, tables) is kmicro/attribute_command.py.
+Framework-free: validates input, plans one worker's jobs per stack (the "attribution" job
+kind, kmicro/harness/jobs/attribution.py, does the work), and analyses the records:
+per-layer and per-type shares of the step, the unexplained remainder, the dominant layer
+type across stacks, ablation deltas. The command (arguments, tables) is kmicro/cli/attribute.py.
 """
 from __future__ import annotations
 
-import ast
-import os
-import sys
 from dataclasses import asdict, dataclass
-from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Optional
 
+from kmicro.analysis import pysource
 from kmicro.core.errors import UsageError
+from kmicro.harness.jobs import attribution as job_kind
 from kmicro.models import zoo
 
+__all__ = ["DESCRIBE", "TOLERATED", "REMAINDER_MEANING", "Request", "check_source",
+           "removable_types", "check_ablate", "measured_ok", "step_of", "stacks_of", "summary",
+           "shares_by_stack", "type_ranking", "dominant_lines", "ratio_ranking", "ablation",
+           "ranked_layers", "attribute"]
+
 DESCRIBE = "describe"  # the worker's layer list: kept in memory, not written to the results
-LAYER_PASSES = ("forward", "backward")  # training-mode forward; forward+backward
+LAYER_PASSES = job_kind.LAYER_PASSES  # training-mode forward; forward+backward
 TOLERATED = 0.25  # |remainder| / step above this: the layers do not explain the step
 REMAINDER_MEANING = (
     "remainder = step - sum of layers (fwd+bwd). Positive: work outside the layers (loss, "
@@ -49,10 +52,11 @@ class Request:
             return self.model
         return self.model_keras2 if family == "keras2" else self.model
 
-    def payload(self, family, kind, **extra) -> dict:
+    def payload(self, family, task, **extra) -> dict:
+        """The attribution job of one `task` (describe, step, layer, ablated_step)."""
         batch = self.batch or (zoo.get(self.model).batch_size if self.builtin else 32)
-        return dict(asdict(self), kind=kind, source=self.source(family), builtin=self.builtin,
-                    batch=batch, **extra)
+        return dict(asdict(self), kind=job_kind.KIND, task=task, source=self.source(family),
+                    builtin=self.builtin, batch=batch, **extra)
 
 
 # ---- input checks (parent side: no framework is imported here) ---------------------------
@@ -64,54 +68,18 @@ def check_source(source, flag):
     if not sep or not module or not name.isidentifier():
         raise UsageError(f"{flag} {source!r}: expected a built-in model "
                          f"({', '.join(zoo.MODELS)}) or module:function")
-    spec = _find_module(module)
+    spec = pysource.find_module(module)
     if spec is None:
         raise UsageError(f"{flag} {source}: no module named {module!r} (searched the current "
                          "directory and sys.path)")
     if not (spec.origin or "").endswith(".py"):
         return  # compiled or namespace module: the worker's import decides
     try:
-        names = _top_level_names(ast.parse(Path(spec.origin).read_text()).body)
+        names = pysource.defined_names(Path(spec.origin).read_text())
     except (OSError, SyntaxError, ValueError) as exc:
         raise UsageError(f"{flag} {source}: cannot read {spec.origin}: {exc}") from None
     if names is not None and name not in names:
         raise UsageError(f"{flag} {source}: module {module} defines no {name!r}")
-
-
-def _find_module(module):
-    path = [os.getcwd()] + sys.path
-    parts = module.split(".")
-    spec = None
-    for i in range(len(parts)):
-        spec = PathFinder.find_spec(".".join(parts[:i + 1]), path)
-        if spec is None:
-            return None
-        path = list(spec.submodule_search_locations or [])
-    return spec
-
-
-def _top_level_names(body):
-    """Names a module body defines (also under if/try/with); None when unknowable
-    (`import *`, a module __getattr__)."""
-    names = set()
-    for node in body:
-        if isinstance(node, (ast.If, ast.Try, ast.With)):
-            inner = _top_level_names(node.body + getattr(node, "orelse", [])
-                                     + getattr(node, "finalbody", [])
-                                     + [s for h in getattr(node, "handlers", []) for s in h.body])
-            if inner is None:
-                return None
-            names |= inner
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            if any(a.name == "*" for a in node.names):
-                return None
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names.update(t.id for t in targets if isinstance(t, ast.Name))
-    return None if "__getattr__" in names else names
 
 
 def removable_types(layers) -> list:
@@ -261,13 +229,13 @@ class _StackPlan:
         if self.request.ablate:
             yield self._job("ablated_step", ("ablated_step",), input_shapes=d["input_shapes"])
 
-    def _job(self, kind, passes, **extra):
-        from kmicro.harness import attribute_worker, runner
+    def _job(self, task, passes, **extra):
+        from kmicro.harness import runner
 
-        payload = self.request.payload(self.stack.family, kind, **extra)
-        label = extra["layer"]["key"] if "layer" in extra else kind
+        payload = self.request.payload(self.stack.family, task, **extra)
+        label = extra["layer"]["key"] if "layer" in extra else task
         return runner.Job(payload, passes,
-                          lambda info, p: attribute_worker.blank_record(info, payload, p), label)
+                          lambda info, p: job_kind.blank_record(info, payload, p), label)
 
     def sink(self, record):
         if record["pass"] == DESCRIBE:
@@ -286,11 +254,9 @@ class _StackPlan:
 
 
 def _unsupported(request, stack, out):
-    from kmicro.harness import attribute_worker
-
     payload = request.payload(stack.family, "step")
-    record = attribute_worker.blank_record({"stack": stack.name, "backend": stack.backend},
-                                           payload, "step")
+    record = job_kind.blank_record({"stack": stack.name, "backend": stack.backend},
+                                   payload, "step")
     record.update(status="unsupported", error=f"{request.model} builds a Keras 3 model; give "
                   "the Keras 2 equivalent with --model-keras2 module:function")
     out.append(record)

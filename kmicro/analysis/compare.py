@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from kmicro.core import records as results
 
+__all__ = ["Change", "changes", "agreement"]
+
 
 @dataclass(frozen=True)
 class Change:

@@ -1,20 +1,22 @@
 """`kmicro diagnose`: explain backend-specific slow paths from the compiled graphs.
 
-Framework-free: the facts come from `python -m kmicro.backends.keras2_graph` run in each
-stack's own interpreter and environment (flags such as THEANO_FLAGS are fixed at import, so
-every variant is its own process). This module turns facts into findings with a `meaning`
-for users, and findings into records (JSON) and a table. See docs/diagnose.md.
+Framework-free: the facts come from "graph" jobs (kmicro/harness/jobs/graph.py) that the
+runner sends to a worker of each stack, with its timeouts and restarts; a THEANO_FLAGS
+variant (fixed at import) gets its own worker. This module turns facts into findings with a
+`meaning` for users, and findings into records (JSON) and a table. See docs/diagnose.md.
 """
 from __future__ import annotations
 
-import json
-import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rich.table import Table
 
-from kmicro.core import cases, records as results
-from kmicro.core.stacks import ROOT, worker_env
+from kmicro.core import cases, records
+from kmicro.core.stacks import worker_env
+from kmicro.harness import runner
+from kmicro.harness.jobs import graph
+
+__all__ = ["PARTS", "MODEL_CASE", "run", "stack_records", "table"]
 
 # bn: the catalog's BN case, both layouts; model: report 001's model predict (Theano);
 # inplace: the same predict again with THEANO_FLAGS optimizer_excluding=inplace, for the cost.
@@ -25,20 +27,20 @@ LEVEL_STYLE = {"error": "bold red", "warn": "yellow", "info": ""}
 
 @dataclass
 class _Output:
-    """What one keras2_graph process reported."""
+    """What one part's graph job reported."""
 
     info: dict = field(default_factory=dict)
     facts: dict = field(default_factory=dict)  # case id -> {name: value}
     errors: dict = field(default_factory=dict)  # case id -> message
-    failure: tuple | None = None  # (status, message) when the process itself failed
+    failure: tuple | None = None  # (status, message) when the job itself failed
 
 
 def run(stack_list, options, parts=PARTS) -> list:
     """Records (JSON-able dicts) of findings for every stack; `options` is a runner.Options."""
-    records = []
+    found = []
     for stack in stack_list:
-        records += stack_records(stack, options, parts)
-    return records
+        found += stack_records(stack, options, parts)
+    return found
 
 
 def stack_records(stack, options, parts=PARTS) -> list:
@@ -49,46 +51,52 @@ def stack_records(stack, options, parts=PARTS) -> list:
     if not stack.installed:
         return [_record(stack, {}, "-", None, "skipped",
                         f"stack {stack.name} is not installed (no {stack.interpreter})")]
-    records = []
-    if "bn" in parts:
-        records += _bn_records(stack, options, _spawn(stack, options, ["--part", "bn"]))
-    if "model" in parts and stack.backend == "theano":
-        records.append(_model_record(stack, options, "inplace" in parts))
-    return records
+    # the model part is report 001's Theano finding (Theano's profiler and inplace optimiser)
+    wanted = [p for p in ("bn", "model")
+              if p in parts and (p == "bn" or stack.backend == "theano")]
+    outputs = _inspect(stack, options, wanted)
+    found = []
+    if "bn" in outputs:
+        found += _bn_records(stack, options, outputs["bn"])
+    if "model" in outputs:
+        found.append(_model_record(stack, options, outputs["model"], "inplace" in parts))
+    return found
 
 
-# --- running the stack-side inspector ------------------------------------------------------------
+# --- running the graph jobs -----------------------------------------------------------------
 
-def _spawn(stack, options, args, extra_flags="") -> _Output:
-    env = worker_env(stack, options.device)
-    if extra_flags:
-        env["THEANO_FLAGS"] = ",".join(filter(None, [env.get("THEANO_FLAGS"), extra_flags]))
-    cmd = [str(stack.interpreter), "-m", "kmicro.backends.keras2_graph",
-           "--device", options.device, *args]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT,
-                              timeout=options.timeout_s)
-    except subprocess.TimeoutExpired:
-        return _Output(failure=("timeout", f"graph inspection exceeded {options.timeout_s:g} s"))
-    out = _parse(proc.stdout)
-    if proc.returncode != 0 or not (out.facts or out.errors):
-        tail = [ln for ln in proc.stderr.splitlines() if ln.strip()][-1:] or ["no output"]
-        out.failure = ("error", f"graph inspection exited with code {proc.returncode}: "
-                                f"{tail[0][:300]}")
-    return out
+def _inspect(stack, options, parts, env=None) -> dict:
+    """{part: _Output} of one worker of `stack`; `env`: extra environment of that worker."""
+    samples, repeats = (64, 1) if options.quick else (320, 5)
+    outputs = {}
+
+    def sink(answer):
+        outputs[answer["part"]] = _output(answer)
+
+    # The worker starts even where --device gpu finds no GPU: the device finding says so.
+    runner.run_jobs(stack, [graph.job(p, samples, repeats) for p in parts],
+                    replace(options, gpu_required=False), sink, env=env)
+    return outputs
 
 
-def _parse(stdout) -> _Output:
-    out = _Output()
-    for line in stdout.splitlines():
-        msg = json.loads(line)
-        if msg["type"] == "info":
-            out.info = msg["info"]
-        elif msg["type"] == "finding":
+def _output(answer) -> _Output:
+    out = _Output(info=answer["info"])
+    for msg in answer["messages"]:
+        if msg["type"] == "finding":
             out.facts.setdefault(msg["case"], {})[msg["name"]] = msg["value"]
         else:
             out.errors[msg["case"]] = msg["error"]
+    if answer["status"] != "ok":
+        out.failure = (answer["status"], f"graph inspection failed: {answer['error']}")
+    elif not answer["messages"]:
+        out.failure = ("error", "graph inspection reported nothing")
     return out
+
+
+def _without_inplace(stack, options) -> dict:
+    """THEANO_FLAGS of the stack plus optimizer_excluding=inplace (a later flag wins)."""
+    flags = worker_env(stack, options.device).get("THEANO_FLAGS")
+    return {"THEANO_FLAGS": ",".join(filter(None, [flags, "optimizer_excluding=inplace"]))}
 
 
 # --- BatchNormalization graphs ---------------------------------------------------------------------
@@ -172,10 +180,7 @@ def _device(device, gpu_ops, requested) -> dict:
 
 # --- report 001's model: does predict run BN's training branch? -------------------------------------
 
-def _model_record(stack, options, compare) -> dict:
-    samples, repeats = (64, 1) if options.quick else (320, 5)
-    args = ["--part", "model", "--samples", str(samples), "--repeats", str(repeats)]
-    out = _spawn(stack, options, args)
+def _model_record(stack, options, out, compare) -> dict:
     rec = _record(stack, out.info, MODEL_CASE, "channels_last", "ok", model="resnet_bn",
                   input_shape=[32, 32, 32, 3])
     f = out.facts.get(MODEL_CASE, {})
@@ -183,7 +188,8 @@ def _model_record(stack, options, compare) -> dict:
     if error or "predict_s" not in f:
         rec.update(status=(out.failure or ("error",))[0], error=error or "no predict timing")
         return rec
-    lazy = _spawn(stack, options, args, "optimizer_excluding=inplace") if compare else None
+    lazy = (_inspect(stack, options, ["model"], _without_inplace(stack, options))["model"]
+            if compare else None)
     lazy_f = lazy.facts.get(MODEL_CASE, {}) if lazy else {}
     _conclude(rec, _model_findings(f, lazy_f, lazy), {"default": f, "no_inplace": lazy_f})
     rec.update(predict_s=f["predict_s"], predict_no_inplace_s=lazy_f.get("predict_s"))
@@ -235,14 +241,10 @@ def _conclude(rec, findings, facts):
 
 
 def _record(stack, info, case, data_format, status, error=None, **extra) -> dict:
-    rec = {"schema": results.SCHEMA, "kind": "diagnose", "stack": stack.name,
-           "backend": info.get("backend", stack.backend), "versions": info.get("versions", {}),
-           "python": info.get("python"), "device": info.get("device"),
-           "device_name": info.get("device_name"), "theano_flags": info.get("theano_flags"),
-           "case": case, "pass": "graph", "data_format": data_format, "status": status,
-           "error": error, "findings": [], "facts": {}, "median_s": None}
-    rec.update(extra)
-    return rec
+    info = dict({"backend": stack.backend}, **info)
+    info["stack"] = stack.name
+    return records.new("diagnose", info, case, graph.PASS, data_format=data_format,
+                       status=status, error=error, findings=[], facts={}, **extra)
 
 
 def table(records) -> Table:

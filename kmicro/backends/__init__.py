@@ -1,4 +1,20 @@
 """Backend adapters: the only modules that import a deep-learning framework.
 
-Each is imported inside a worker process, never by the CLI or the runner.
+One adapter per Keras family (a package each: keras3, keras2), with that family's backends
+inside it. Adapters are imported inside a worker process, never by the CLI or the runner;
+importing this package imports no framework.
 """
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["FAMILIES", "load"]
+
+FAMILIES = ("keras3", "keras2")
+
+
+def load(family, device="auto", jit="auto"):
+    """The family's adapter for this worker's backend (KERAS_BACKEND must already be set)."""
+    if family not in FAMILIES:
+        raise ValueError("unknown Keras family {!r}; valid: {}".format(family, ", ".join(FAMILIES)))
+    return importlib.import_module("{}.{}".format(__name__, family)).Adapter(device=device, jit=jit)

@@ -1,9 +1,11 @@
-"""What every adapter hands the worker (framework-free, shared by Keras 2 and 3 adapters)."""
+"""What every adapter hands the worker, and what the families' adapters share (framework-free)."""
 from __future__ import annotations
 
 import platform
 from dataclasses import dataclass
 from typing import Callable
+
+__all__ = ["UnsupportedPass", "DeviceUnavailable", "Prepared", "FamilyAdapter", "cpu_name"]
 
 
 class UnsupportedPass(Exception):
@@ -22,6 +24,23 @@ class Prepared:
     sync: Callable  # blocks until the outputs are computed, returns them
     outputs: Callable  # backend outputs -> (y, grads or None) as NumPy arrays
     device_of: Callable  # backend outputs -> "cpu" | "gpu": where they actually live
+
+
+class FamilyAdapter(object):
+    """Base of a Keras family's adapter (kmicro.backends.<family>.Adapter(device, jit)).
+
+    What a worker uses: `family`, `gpu`, `jit`, `model_kind`, `info()`;
+    layer passes: `prepare(case, pass_name, weights, inputs, dy) -> Prepared`;
+    models: `build_model(spec, seed) -> Trainer`; attribution: `seed`, `is_model`, `builtin`,
+    `compile_user`, `without`, `layers`, `describe`, `io`, `layer_pass(model, described,
+    pass_name, inputs, dy) -> Prepared`; graph inspection: `inspect(part, samples, repeats)`.
+    Only what is the same in every family lives here.
+    """
+
+    def builtin(self, spec, seed):
+        """(model, Trainer) of a zoo model, compiled with the zoo's optimizer and loss."""
+        trainer = self.build_model(spec, seed)
+        return trainer.train.__self__, trainer  # the bound train_on_batch knows its model
 
 
 def cpu_name() -> str:

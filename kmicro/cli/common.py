@@ -1,18 +1,163 @@
-"""What every subcommand shares: list parsing, default result paths, exit codes."""
+"""What the subcommands share, written once: their run flags, the console, progress output,
+stack and case selection, result paths and exit codes.
+
+Every command module imports this one while `kmicro --help` builds the parser, so rich and
+the harness are imported inside the functions that use them, not here.
+"""
 from __future__ import annotations
 
+import os
+import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
+from kmicro.core import cases, stacks
 from kmicro.core.errors import NothingRan, UsageError
+from kmicro.core.stacks import DEVICES, JIT
+
+__all__ = ["STACKS_HELP", "TRAINING_STACKS_HELP", "JIT_HELP", "QUICK_HELP", "add_device_flag",
+           "add_run_flags", "make_console", "warn_if_busy", "progress_lines", "print_op_tables",
+           "split", "stacks_to_run", "stacks_and_cases", "run_cases", "run_options",
+           "default_json", "results_path", "refuse_missing_gpu", "exit_code"]
+
+STACKS_HELP = f"comma list of {','.join(stacks.STACKS)} (default: installed)"
+TRAINING_STACKS_HELP = "comma list of stacks (default: installed stacks that train)"
+JIT_HELP = "auto = what a Keras train step does per backend; on/off forces it"
+QUICK_HELP = "fewer samples: smoke runs, not numbers"
+
+
+def add_device_flag(parser):
+    parser.add_argument("--device", choices=DEVICES, default="auto")
+
+
+def add_run_flags(parser, command, stacks_help=STACKS_HELP, jit_help=JIT_HELP, quick_help=None,
+                  timeout=None, timeout_help=None):
+    """--stacks, --device, --jit, --quick, --timeout and --json, in that order. A command
+    without --jit, --quick or --timeout passes None as that flag's help."""
+    parser.add_argument("--stacks", help=stacks_help)
+    add_device_flag(parser)
+    if jit_help:
+        parser.add_argument("--jit", choices=JIT, default="auto", help=jit_help)
+    if quick_help:
+        parser.add_argument("--quick", action="store_true", help=quick_help)
+    if timeout_help:
+        parser.add_argument("--timeout", type=float, default=timeout, help=timeout_help)
+    parser.add_argument("--json", help=f"results file (default: results/{command}-<time>.json)")
+
+
+def make_console():
+    from rich.console import Console
+
+    # Wide enough that tables in logs (not a terminal) don't wrap; a terminal sets its own width.
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+def warn_if_busy(console):
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    if load > 0.5 * cores:
+        console.print(f"[yellow]! machine busy: load average {load:.1f} on {cores} cores; "
+                      "timings will be noisy (multi-threaded kernels wait on descheduled "
+                      "threads)[/yellow]")
+
+
+@contextmanager
+def _progress_bar(total):
+    """Yields the runner's `progress(stack, label)` callback: a bar on an interactive
+    terminal, gone when the run ends; None (no output) when stderr is a file or a pipe."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn)
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("starting", total=total)
+        yield lambda stack, label: bar.update(task, advance=1,
+                                              description=f"{stack} {label[:40]}")
+
+
+def run_cases(chosen, case_list, passes, options, sink, finished=frozenset()):
+    """runner.run, with a progress bar while stderr is an interactive terminal."""
+    from kmicro.harness import runner
+
+    with _progress_bar(len(chosen) * len(case_list)) as progress:
+        runner.run(chosen, case_list, passes, options, sink, finished, progress=progress)
+
+
+def progress_lines(command, quiet=()):
+    """The runner's `progress(stack, label)` callback for long jobs: one line on stderr per
+    job done, in logs as on a terminal; labels in `quiet` print nothing."""
+    def progress(stack, label):
+        if label not in quiet:
+            print(f"kmicro {command}: {stack} {label} done", file=sys.stderr, flush=True)
+    return progress
+
+
+def print_op_tables(records, metric, console):
+    """The tables of op records (one per op, layouts side by side), then their problems."""
+    from kmicro.report import tables
+
+    for table in tables.ops_tables(records, metric):
+        console.print(table)
+    layouts = tables.layout_table(records)
+    if layouts:
+        console.print(layouts)
+    for line in tables.problems(records):
+        console.print(f"[yellow]![/yellow] {line}", soft_wrap=True)
 
 
 def split(text) -> list:
     return [t.strip() for t in (text or "").split(",") if t.strip()]
 
 
+def stacks_to_run(names, train=False) -> list:
+    """The stacks named, else the installed default ones; `train`: only those that can train
+    (numpy cannot; it still runs, as unsupported, when named)."""
+    if names:
+        return stacks.resolve(names)
+    chosen = [s for s in stacks.resolve(None) if s.backward or not train]
+    if not chosen:
+        raise NothingRan("no stack is installed; run `make env` first")
+    return chosen
+
+
+def stacks_and_cases(args) -> tuple:
+    """The stacks of --stacks and the layer cases of --ops, and of --shapes, --set and
+    --data-format where the command has them."""
+    chosen = stacks_to_run(args.stacks)
+    shapes = cases.parse_shapes(args.shapes) if getattr(args, "shapes", None) else None
+    overrides = cases.parse_overrides(args.set) if getattr(args, "set", None) else None
+    case_list = cases.select(split(args.ops), getattr(args, "data_format", "auto"),
+                             shapes, overrides)
+    if not case_list:
+        raise UsageError("no case matches these --ops/--shapes (N,H,W,C for spatial layers, "
+                         "N,F for dense)")
+    return chosen, case_list
+
+
+def run_options(args, **fields):
+    """runner.Options from the run flags the command has (the others keep runner's defaults);
+    `fields` add to them or override them."""
+    from kmicro.harness import runner
+
+    given = {"device": args.device, "jit": getattr(args, "jit", "auto"),
+             "quick": getattr(args, "quick", False)}
+    if getattr(args, "timeout", None) is not None:
+        given["timeout_s"] = args.timeout
+    return runner.Options(**dict(given, **fields))
+
+
 def default_json(kind: str) -> Path:
     return Path("results") / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+
+
+def results_path(args) -> Path:
+    """--json, else a new file named after the command and the time."""
+    return Path(args.json) if args.json else default_json(args.command)
 
 
 def refuse_missing_gpu(records, device):

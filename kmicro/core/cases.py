@@ -8,29 +8,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kmicro.core import ops
 from kmicro.core.errors import UsageError
 
-# op name (CLI) -> Keras layer class name. Append-only.
-OPS = {
-    "conv2d": "Conv2D",
-    "batchnorm": "BatchNormalization",
-    "maxpool": "MaxPooling2D",
-    "avgpool": "AveragePooling2D",
-    "dense": "Dense",
-    "activation": "Activation",
-    "add": "Add",
-    "dropout": "Dropout",
-    "flatten": "Flatten",
-}
+__all__ = ["Case", "DATA_FORMATS", "DTYPES", "LAYOUTS", "OPS", "PASSES", "SPATIAL_OPS",
+           "TWINNED_OPS", "case_from_dict", "case_to_dict", "default_catalog", "make_case",
+           "parse_overrides", "parse_shapes", "select", "with_passes"]
+
+# op name (CLI) -> Keras layer class name, in registry order. Append-only.
+OPS = ops.OPS
 PASSES = ("forward", "forward_train", "backward")
 DATA_FORMATS = ("channels_last", "channels_first")
-# --data-format choices. "auto" = channels_last, plus channels_first twins of the BN cases:
-# report 001's workaround (channels_first, axis=1) is always shown next to the default.
+# --data-format choices. "auto" = channels_last, plus the channels_first twins of the
+# TWINNED_OPS (BN: report 001's workaround is always shown next to the default).
 LAYOUTS = ("auto", "channels_last", "channels_first", "both")
-TWINNED_OPS = ("batchnorm",)
+TWINNED_OPS = tuple(name for name in OPS if ops.get(name).twinned)
 DTYPES = ("float32",)
 # Layers whose config takes a data_format argument (the rest are layout-agnostic).
-SPATIAL_OPS = frozenset({"conv2d", "maxpool", "avgpool", "flatten"})
+SPATIAL_OPS = frozenset(name for name in OPS if ops.get(name).spatial)
 # Rank-2 cases (Dense, and anything after Flatten) have data_format None.
 
 
@@ -64,10 +59,7 @@ class Case:
     def layer_kwargs(self) -> dict:
         """Keyword arguments for the Keras layer constructor, layout included."""
         kwargs = self.kwargs
-        if self.op in SPATIAL_OPS and self.data_format:
-            kwargs["data_format"] = self.data_format
-        if self.op == "batchnorm":
-            kwargs["axis"] = 1 if self.data_format == "channels_first" else -1
+        kwargs.update(ops.get(self.op).layout_kwargs(self.data_format))
         return kwargs
 
 
@@ -127,7 +119,7 @@ def default_catalog(data_format="channels_last") -> list:
     """Every distinct layer case of the seed models, in first-seen order."""
     cases = []
     for op, shape, config in _seed_layers():
-        case = make_case(op, shape, data_format, n_inputs=2 if op == "add" else 1, **config)
+        case = make_case(op, shape, data_format, n_inputs=ops.get(op).n_inputs, **config)
         if case not in cases:
             cases.append(case)
     return cases
@@ -143,6 +135,8 @@ def select(ops=None, data_format="auto", shapes=None, overrides=None) -> list:
         raise UsageError(f"unknown op {unknown[0]!r}; valid ops: {', '.join(OPS)}")
     if data_format not in LAYOUTS:
         raise UsageError(f"unknown data format {data_format!r}; valid: {', '.join(LAYOUTS)}")
+    if overrides:  # checked against every selected op, not per layout (auto twins BN only)
+        _check_overrides([c for c in default_catalog() if c.op in ops], overrides)
     selected = []
     for fmt in DATA_FORMATS:
         if data_format in (fmt, "both"):
@@ -162,12 +156,15 @@ def _select_one(ops, data_format, shapes, overrides) -> list:
     return cases
 
 
-def _override(cases, overrides) -> list:
+def _check_overrides(cases, overrides):
     known = sorted({k for c in cases for k in c.kwargs})
     unknown = [k for k in overrides if k not in known]
     if unknown:
         raise UsageError(f"unknown layer option {unknown[0]!r} for these ops; valid: "
                          f"{', '.join(known) or 'none'}")
+
+
+def _override(cases, overrides) -> list:
     out = []
     for case in cases:
         kwargs = dict(case.kwargs, **{k: v for k, v in overrides.items() if k in case.kwargs})

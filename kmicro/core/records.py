@@ -1,8 +1,9 @@
-"""Result files: a JSON list of records, rewritten atomically after every record.
+"""Result records and result files (a JSON list of records, rewritten atomically after each).
 
-Record schema (contract, see DESIGN.md): stack, backend, versions, device, case, op|model,
-pass, input_shape, data_format, status, median_s, iqr_s, compile_s, max_rel_err, error.
-SCHEMA 1: first version.
+Every record is made by `new`: the contract fields (stack, backend, versions, device, case,
+pass, status, median_s, iqr_s, compile_s, max_rel_err, error), where and when it ran, and an
+explicit `kind`; each job kind adds its own fields (op: op, input_shape, data_format...;
+model: model, epoch_s...; attribution: layer, share...; diagnose: findings, facts).
 """
 from __future__ import annotations
 
@@ -13,11 +14,33 @@ from pathlib import Path
 
 from kmicro.core.errors import UsageError
 
-SCHEMA = 1
+__all__ = ["SCHEMA", "STATUSES", "KINDS", "FINAL", "new", "load", "kind_of", "key",
+           "ResultsFile"]
+
+# 1: first version. 2: records carry `kind` (files of version 1 still load: kind_of).
+SCHEMA = 2
 STATUSES = ("ok", "error", "timeout", "wrong", "unsupported", "skipped")
+KINDS = ("op", "model", "attribution", "diagnose", "ab")  # "ab": reserved for `kmicro ab`
 REQUIRED = ("stack", "case", "pass", "status")
 # Statuses a --resume run does not repeat: the answer would be the same.
 FINAL = ("ok", "wrong", "unsupported")
+
+
+def new(kind, info, case, pass_name, **fields) -> dict:
+    """A record of `kind` with every contract field, status still unset (None) unless
+    `fields` set it. `info` describes the stack (a worker's hello, or at least its stack)."""
+    record = {
+        "schema": SCHEMA, "kind": kind, "stack": info["stack"], "backend": info.get("backend"),
+        "versions": info.get("versions", {}), "python": info.get("python"),
+        "device": info.get("device"), "device_name": info.get("device_name"),
+        "jit": info.get("jit"), "theano_flags": info.get("theano_flags"), "case": case,
+        "pass": pass_name, "status": None, "median_s": None, "iqr_s": None, "compile_s": None,
+        "max_rel_err": None, "error": None, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        # other work on the machine distorts timings; keep the evidence with the number
+        "load_avg_1m": round(os.getloadavg()[0], 2), "cpu_count": os.cpu_count(),
+    }
+    record.update(fields)
+    return record
 
 
 def load(path) -> list:
@@ -33,26 +56,6 @@ def load(path) -> list:
             f"{path} is not a kmicro results file (expected a JSON list of records with "
             f"{', '.join(REQUIRED)})")
     return records
-
-
-def base_record(info, case, pass_name) -> dict:
-    """A record with every contract field, status still unset. `info` describes the stack."""
-    return {
-        "schema": SCHEMA, "stack": info["stack"], "backend": info.get("backend"),
-        "versions": info.get("versions", {}), "python": info.get("python"),
-        "device": info.get("device"), "device_name": info.get("device_name"),
-        "jit": info.get("jit"), "theano_flags": info.get("theano_flags"), "case": case.id,
-        "op": case.op, "layer": case.layer,
-        "config": case.kwargs, "pass": pass_name, "input_shape": list(case.input_shape),
-        "n_inputs": case.n_inputs, "data_format": case.data_format, "dtype": case.dtype,
-        "status": None, "median_s": None, "iqr_s": None, "compile_s": None,
-        "max_rel_err": None, "error": None, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        # other work on the machine distorts timings; keep the evidence with the number
-        "load_avg_1m": round(os.getloadavg()[0], 2), "cpu_count": os.cpu_count(),
-    }
-
-
-KINDS = ("op", "model", "attribution", "diagnose", "ab")
 
 
 def kind_of(record) -> str:

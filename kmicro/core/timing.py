@@ -1,10 +1,12 @@
-"""Backend-free timing loop: first-call (compile) time, warm-up, adaptive repeats.
+"""Every clock loop of kmicro, backend-free: first-call (compile) time, adaptive repeats,
+a bare loop to judge them against, two steps in turns, and one sample per call.
 
 `measure(step, sync)` times `sync(step())`. `sync` must block until the device has
 finished the work behind `step()`'s result; the adapters supply it. Every call is
 synchronised, but the clock is read once per sample of `loops` calls (pyperf-style):
 single sub-millisecond calls jitter by 10-60% on a small machine, averages do not.
 Tested with a fake clock, so nothing here may read time except through `clock`.
+Runs on every stack's Python (3.7 to 3.11).
 """
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ import math
 import statistics
 import time
 from dataclasses import dataclass, field
+
+__all__ = ["Policy", "Measurement", "first_call", "measure", "bare_loop", "in_turns",
+           "per_call", "host_values"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,12 @@ def _quantile(samples, q) -> float:
     return data[lo] + (data[hi] - data[lo]) * (pos - lo)
 
 
+def host_values(out):
+    """The `sync` of a step that returns host values (train_on_batch, a Theano or TF1 session
+    run): it has finished when it returns."""
+    return out
+
+
 def first_call(step, sync, clock=time.perf_counter):
     """(outputs, seconds) of the first call, which includes tracing/compilation."""
     t0 = clock()
@@ -117,3 +128,31 @@ def bare_loop(step, sync, n: int, clock=time.perf_counter) -> float:
     for _ in range(n):
         sync(step())
     return (clock() - t0) / n
+
+
+def in_turns(step_a, step_b, n: int, warmup: int = 2, clock=time.perf_counter):
+    """Measurements of two synchronous steps timed alternately, one call per sample, after
+    `warmup` calls of each: load that drifts during the run moves both alike."""
+    for _ in range(warmup):
+        step_a()
+        step_b()
+    a, b = Measurement(), Measurement()
+    for _ in range(n):
+        for m, step in ((a, step_a), (b, step_b)):
+            t0 = clock()
+            step()
+            m.samples.append(clock() - t0)
+    return a, b
+
+
+def per_call(call, indices, clock=time.perf_counter):
+    """(Measurement with one sample per `call(i)` for i in `indices`, wall seconds of the
+    whole loop). For steps that each take their own input (a model's batch i), which is
+    prepared inside the call and so timed with it."""
+    m = Measurement()
+    started = clock()
+    for i in indices:
+        t0 = clock()
+        call(i)
+        m.samples.append(clock() - t0)
+    return m, clock() - started

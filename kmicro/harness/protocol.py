@@ -1,61 +1,54 @@
-"""The worker side of the runner protocol, shared by every `python -m kmicro.*worker`.
+"""The line protocol between the runner and `python -m kmicro.harness.worker`, and its Job.
 
   worker -> {"type": "ready", "info": {...}} | {"type": "fatal", "error": "..."}
-  runner -> one JSON job per line
+  runner -> one JSON job per line, {"kind": KIND, ...} (KIND: op, calibrate, model,
+            attribution, graph; the rest is the kind's payload)
   worker -> {"type": "record", "record": {...}} per result, then {"type": "done"}
 Framework chatter on stdout is redirected to stderr so it cannot corrupt the protocol.
 Runs on every stack's Python (3.7 to 3.11).
 """
 from __future__ import annotations
 
-import argparse
-import importlib
 import json
 import os
-import platform
 import sys
+from dataclasses import dataclass
+from typing import Callable
 
-from kmicro.backends.base import DeviceUnavailable
+__all__ = ["Job", "serve", "message"]
 
 
-def serve(module_suffix, class_name, handle, argv=None) -> int:
-    """Load `kmicro.backends.<family><module_suffix>.<class_name>`, then answer jobs:
-    `handle(adapter, info, job)` yields the records of one job."""
-    args = _parse(argv)
+@dataclass(frozen=True)
+class Job:
+    """One unit of work for a worker: one record comes back per entry of `passes`.
+
+    `payload` is the job line (with its `kind`); `blank(info, pass_name)` makes the record
+    to fill in when the worker never answers (it crashed, hung, or could not start);
+    `label` names the job in progress output.
+    """
+
+    payload: dict
+    passes: tuple
+    blank: Callable
+    label: str
+
+
+def serve(start, handle) -> int:
+    """The worker's side: `start()` returns (adapter, info) or raises (the runner records the
+    error for every job), then `handle(adapter, info, job)` yields each job's records."""
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything printed by frameworks goes to stderr
     try:
-        adapter = _load(args, module_suffix, class_name)
+        adapter, info = start()
     except Exception as exc:  # noqa: BLE001 - reported to the runner, which records it
         _send(out, {"type": "fatal", "error": message(exc)})
         return 1
-    info = dict(adapter.info(), stack=args.stack, python=platform.python_version(),
-                requested_device=args.device)
     _send(out, {"type": "ready", "info": info})
     for line in sys.stdin:
         for record in handle(adapter, info, json.loads(line)):
             _send(out, {"type": "record", "record": record})
         _send(out, {"type": "done"})
     return 0
-
-
-def _parse(argv):
-    p = argparse.ArgumentParser()
-    p.add_argument("--stack", required=True)
-    p.add_argument("--family", required=True)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--jit", default="auto")
-    return p.parse_args(argv)
-
-
-def _load(args, module_suffix, class_name):
-    module = importlib.import_module(f"kmicro.backends.{args.family}{module_suffix}")
-    adapter = getattr(module, class_name)(device=args.device, jit=args.jit)
-    if args.device == "gpu" and not adapter.gpu:
-        # Report 000: Theano silently ran on the CPU. Refuse instead.
-        raise DeviceUnavailable(
-            f"--device gpu, but stack {args.stack} sees no GPU (it would run on the CPU)")
-    return adapter
 
 
 def message(exc) -> str:

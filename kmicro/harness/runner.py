@@ -1,4 +1,5 @@
-"""One worker process per stack; a case that hangs or kills its worker becomes a record.
+"""The manager side: one worker process per stack and job batch, run one job at a time; a job
+that hangs or kills its worker becomes a record, and a fresh worker takes the next job.
 
 Stacks run one after another, never concurrently: on a small machine two workers
 would steal each other's cores and distort every number.
@@ -12,12 +13,16 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
 
 from kmicro.core import cases as cases_mod
-from kmicro.core import records as results
 from kmicro.core.stacks import worker_env
+from kmicro.harness.jobs import op
+from kmicro.harness.protocol import Job
 
+__all__ = ["Options", "Job", "Worker", "WorkerDied", "WorkerTimeout", "run", "run_jobs",
+           "probe", "STARTUP_TIMEOUT_S"]
+
+WORKER = "kmicro.harness.worker"
 STARTUP_TIMEOUT_S = 300  # importing a framework (and Theano's first compile) is slow
 
 
@@ -29,7 +34,9 @@ class Options:
     timeout_s: float = 300.0  # per case, all passes together
     seed: int = 0
     calibrate_rounds: int = 0  # > 0: overhead measurement jobs instead of timing jobs
-    worker_module: str = "kmicro.harness.worker"  # the worker-side entry point jobs are sent to
+    # --device gpu on a stack that has none: False lets the worker start anyway (diagnose
+    # reads such a stack's graphs and reports the CPU placement as its finding).
+    gpu_required: bool = True
 
 
 class WorkerDied(Exception):
@@ -41,16 +48,19 @@ class WorkerTimeout(Exception):
 
 
 class Worker:
-    """A live `python -m kmicro.worker` for one stack."""
+    """A live `python -m kmicro.harness.worker` for one stack; `env` adds or replaces
+    environment variables (flags a framework reads once, at import)."""
 
-    def __init__(self, stack, options: Options):
+    def __init__(self, stack, options: Options, env=None):
         self.stack = stack
         self.stderr = tempfile.TemporaryFile(mode="w+")
-        cmd = [str(stack.interpreter), "-m", options.worker_module, "--stack", stack.name,
+        cmd = [str(stack.interpreter), "-m", WORKER, "--stack", stack.name,
                "--family", stack.family, "--device", options.device, "--jit", options.jit]
+        if not options.gpu_required:
+            cmd.append("--gpu-optional")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr, text=True, bufsize=1,
-                                     env=worker_env(stack, options.device))
+                                     env=dict(worker_env(stack, options.device), **(env or {})))
         # A thread drains stdout so reads can time out without losing buffered lines.
         self.lines = queue.Queue()
         threading.Thread(target=self._drain, daemon=True).start()
@@ -92,33 +102,12 @@ class Worker:
         self.stderr.close()
 
 
-@dataclass(frozen=True)
-class Job:
-    """One unit of work for a worker: one record comes back per entry of `passes`.
-
-    `blank(info, pass_name)` makes the record to fill in when the worker never answers
-    (it crashed, hung, or could not start); `label` names the job in progress output.
-    """
-
-    payload: dict
-    passes: tuple
-    blank: Callable
-    label: str
-
-
 def run(stacks, cases, passes, options: Options, sink, finished=frozenset(), progress=None):
     """Run every case on every stack; `sink(record)` receives each record as it arrives."""
     wanted = _passes_for(passes)
     for stack in stacks:
         todo = [c for c in cases if any((stack.name, c.id, p) not in finished for p in wanted)]
-        run_jobs(stack, [case_job(c, wanted, options) for c in todo], options, sink, progress)
-
-
-def case_job(case, passes, options) -> Job:
-    payload = {"case": cases_mod.case_to_dict(case), "passes": list(passes),
-               "quick": options.quick, "seed": options.seed,
-               "calibrate": options.calibrate_rounds}
-    return Job(payload, tuple(passes), lambda info, p: results.base_record(info, case, p), case.id)
+        run_jobs(stack, [op.job(c, wanted, options) for c in todo], options, sink, progress)
 
 
 def _passes_for(passes) -> list:
@@ -128,30 +117,31 @@ def _passes_for(passes) -> list:
     return list(passes)
 
 
-def run_jobs(stack, jobs, options, sink, progress=None):
-    """Send `jobs` to one worker of `stack`, replacing the worker whenever one fails."""
+def run_jobs(stack, jobs, options, sink, progress=None, env=None):
+    """Send `jobs` to one worker of `stack`, replacing the worker whenever one fails; `env`:
+    extra environment variables of this batch's workers."""
     if not jobs:
         return
     if not stack.installed:
         error = f"stack {stack.name} is not installed (no {stack.interpreter}); run `make env`"
         _fail_all(stack, jobs, "skipped", error, sink, progress)
         return
-    worker = _start(stack, options)
+    worker = _start(stack, options, env)
     try:
         if worker.fatal:
             _fail_all(stack, jobs, "error", worker.fatal, sink, progress)
             return
         for job in jobs:
-            worker = _run_job(worker, stack, job, options, sink)
+            worker = _run_job(worker, stack, job, options, sink, env)
             if progress:
                 progress(stack.name, job.label)
     finally:
         worker.close()
 
 
-def _start(stack, options):
+def _start(stack, options, env=None):
     try:
-        return Worker(stack, options)
+        return Worker(stack, options, env)
     except (WorkerDied, WorkerTimeout) as exc:
         return _DeadWorker(f"worker for {stack.name} failed to start: {exc}")
 
@@ -164,7 +154,7 @@ class _DeadWorker:
         pass
 
 
-def _run_job(worker, stack, job, options, sink):
+def _run_job(worker, stack, job, options, sink, env):
     """Runs one job; returns the worker to use next (a fresh one after a crash)."""
     worker.send(job.payload)
     got = set()
@@ -184,7 +174,7 @@ def _run_job(worker, stack, job, options, sink):
         if pass_name not in got:
             sink(_failure_record(stack, job, pass_name, status, error, worker.info))
     worker.close()
-    return _start(stack, options)
+    return _start(stack, options, env)
 
 
 def _fail_all(stack, jobs, status, error, sink, progress):

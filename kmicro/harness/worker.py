@@ -1,163 +1,74 @@
-"""`python -m kmicro.worker --stack NAME`: one stack, op jobs in, one record per pass out.
+"""`python -m kmicro.harness.worker --stack NAME --family F --device D --jit J`: one stack.
 
-A job is {"case": {...}, "passes": [...], "quick": bool, "seed": int, "calibrate": rounds};
-the line protocol is kmicro/protocol.py's.
+Loads the family's adapter (kmicro.backends.load) once, then answers jobs on the line
+protocol (kmicro/harness/protocol.py), each dispatched on its `kind` to kmicro/harness/jobs/.
+Runs on every stack's Python (3.7 to 3.11).
 """
 from __future__ import annotations
 
+import argparse
 import gc
 import os
-import statistics
+import platform
 import sys
 import time
 
-from kmicro.core import cases, flops, reference, records as results, timing
+from kmicro import backends
+from kmicro.backends.base import DeviceUnavailable
 from kmicro.harness import protocol
-from kmicro.backends.base import UnsupportedPass
+from kmicro.harness.jobs import attribution, calibrate, graph, model, op
 
-TOLERANCE = {"cpu": 1e-3, "gpu": 1e-2}  # GPU backends may use TF32 for conv/matmul
+__all__ = ["HANDLERS", "main"]
+
+# job kind -> handle(adapter, info, job) yielding the job's records
+HANDLERS = {"op": op.run, "calibrate": calibrate.run, "model": model.run,
+            "attribution": attribution.run, "graph": graph.run}
 
 
-def main(argv=None):
-    return protocol.serve("", "Adapter", _handle, argv)
+def main(argv=None) -> int:
+    args = _parse(argv)
+    return protocol.serve(lambda: _start(args), _handle)
+
+
+def _parse(argv):
+    p = argparse.ArgumentParser()
+    p.add_argument("--stack", required=True)
+    p.add_argument("--family", required=True)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--jit", default="auto")
+    p.add_argument("--gpu-optional", action="store_true",
+                   help="start on a stack without the GPU --device gpu asks for (graph "
+                        "inspection reports that itself)")
+    return p.parse_args(argv)
+
+
+def _start(args):
+    adapter = backends.load(args.family, args.device, args.jit)
+    if args.device == "gpu" and not adapter.gpu and not args.gpu_optional:
+        # Report 000: Theano silently ran on the CPU. Refuse instead.
+        raise DeviceUnavailable(
+            f"--device gpu, but stack {args.stack} sees no GPU (it would run on the CPU)")
+    info = dict(adapter.info(), stack=args.stack, python=platform.python_version(),
+                requested_device=args.device)
+    return adapter, info
 
 
 def _handle(adapter, info, job):
-    return (calibrate_job if job.get("calibrate") else run_job)(adapter, info, job)
-
-
-def run_job(adapter, info, job):
-    case = cases.case_from_dict(job["case"])
-    _inject_fault(case)
-    policy = timing.Policy.quick() if job.get("quick") else timing.Policy()
-    try:
-        data = CaseData(case, job.get("seed", 0))
-    except Exception as exc:  # noqa: BLE001 - e.g. a shape the layer cannot take
-        data, failure = None, {"status": "error", "error": protocol.message(exc)}
-    results = {}
-    for pass_name in job["passes"]:
-        record = _base_record(info, case, pass_name)
-        fields = _run_pass(adapter, case, pass_name, data, policy) if data else failure
-        record.update(_insist_on_gpu(fields, info["requested_device"]))
-        results[pass_name] = record
-        gc.collect()
-    _derive_backward(results)
-    return list(results.values())
-
-
-def calibrate_job(adapter, info, job):
-    """kmicro's median vs a bare synchronised loop over the same compiled step, interleaved."""
-    case = cases.case_from_dict(job["case"])
-    data = CaseData(case, job.get("seed", 0))
-    for pass_name in job["passes"]:
-        record = _base_record(info, case, pass_name)
-        try:
-            prepared = adapter.prepare(case, pass_name, *data)
-        except UnsupportedPass as exc:
-            record.update(status="unsupported", error=str(exc))
-            yield record
-            continue
-        timing.first_call(prepared.step, prepared.sync)
-        ours, bare = [], []
-        for _ in range(job["calibrate"]):
-            m = timing.measure(prepared.step, prepared.sync)
-            ours.append(m.median)
-            bare.append(timing.bare_loop(prepared.step, prepared.sync, len(m.samples) * m.loops))
-        record.update(status="ok", median_s=statistics.median(ours),
-                      bare_median_s=statistics.median(bare), rounds=job["calibrate"])
+    _inject_fault(job)
+    for record in HANDLERS[job["kind"]](adapter, info, job):
         yield record
+    gc.collect()
 
 
-class CaseData:
-    """The seeded weights, inputs and dy of a case, and its memoised float64 reference."""
-
-    TRAINING_MATTERS = ("batchnorm",)  # dropout is checked against the backend's own mask
-
-    def __init__(self, case, seed):
-        self.case = case
-        self.weights = reference.make_weights(case, seed)
-        self.inputs = reference.make_inputs(case, seed)
-        self.dy = reference.make_dy(case, reference.output_shape(case), seed)
-        self._memo = {}
-
-    def __iter__(self):
-        return iter((self.weights, self.inputs, self.dy))
-
-    def reference(self, training, backward, mask=None):
-        if mask is not None:
-            return reference.compute(self.case, self.inputs, self.weights, training,
-                                     self.dy if backward else None, mask)
-        key = (training and self.case.op in self.TRAINING_MATTERS, backward)
-        if key not in self._memo:
-            self._memo[key] = reference.compute(self.case, self.inputs, self.weights, key[0],
-                                                self.dy if backward else None)
-        return self._memo[key]
-
-
-def _run_pass(adapter, case, pass_name, data, policy) -> dict:
-    try:
-        prepared = adapter.prepare(case, pass_name, *data)
-        out, compile_s = timing.first_call(prepared.step, prepared.sync)
-        device = prepared.device_of(out)
-        err = check(case, pass_name, data, prepared.outputs(out))
-    except UnsupportedPass as exc:
-        return {"status": "unsupported", "error": str(exc)}
-    except Exception as exc:  # noqa: BLE001 - a failing case is a record, not a crash
-        return {"status": "error", "error": protocol.message(exc)}
-    fields = {"device": device, "compile_s": compile_s, "max_rel_err": err,
-              "tolerance": TOLERANCE[device]}
-    if not err <= TOLERANCE[device]:
-        fields.update(status="wrong", error=f"max relative error {err:.3g} > {TOLERANCE[device]:g} "
-                                            "against the float64 NumPy reference; not timed")
-        return fields
-    m = timing.measure(prepared.step, prepared.sync, policy)
-    fields.update(m.summary(), status="ok", compile_s=compile_s)
-    return fields
-
-
-def _insist_on_gpu(fields, requested) -> dict:
-    """A pass asked to run on the GPU whose outputs live on the CPU is an error (report 000)."""
-    if requested == "gpu" and fields.get("device") == "cpu":
-        return dict(fields, status="error", median_s=None, iqr_s=None,
-                    error="--device gpu, but this pass ran on the CPU")
-    return fields
-
-
-def check(case, pass_name, data, got) -> float:
-    """Max relative error of a pass's outputs (and gradients) against the float64 reference."""
-    y, grads = got
-    training = pass_name != "forward"
-    mask = (y != 0) if case.op == "dropout" and training else None
-    want_y, want_grads = data.reference(training, pass_name == "backward", mask)
-    if pass_name == "backward":
-        return reference.max_rel_err([y, *grads], [want_y, *want_grads])
-    return reference.max_rel_err([y], [want_y])
-
-
-def _derive_backward(results):
-    """backward_s = (forward+backward) - forward(training), both measured in this job."""
-    fb, ft = results.get("backward"), results.get("forward_train")
-    if fb and ft and fb["status"] == ft["status"] == "ok":
-        fb["backward_s"] = fb["median_s"] - ft["median_s"]
-
-
-def _base_record(info, case, pass_name) -> dict:
-    record = results.base_record(info, case, pass_name)
-    try:
-        record.update(flops=flops.flops(case, pass_name), bytes=flops.bytes_moved(case, pass_name))
-    except ValueError:
-        pass  # a shape the layer cannot take: the record's error says so
-    return record
-
-
-def _inject_fault(case):
-    """Test hook for failure isolation: KMICRO_FAULT=hang:OP or die:OP."""
-    fault = os.environ.get("KMICRO_FAULT", "")
-    kind, _, op = fault.partition(":")
-    if op == case.op and kind == "hang":
-        time.sleep(3600)
-    if op == case.op and kind == "die":
-        os._exit(17)
+def _inject_fault(job):
+    """Test hook for failure isolation: KMICRO_FAULT=hang:WHAT or die:WHAT, WHAT an op (its
+    op jobs) or a job kind."""
+    how, _, what = os.environ.get("KMICRO_FAULT", "").partition(":")
+    if what in (job["kind"], job.get("case", {}).get("op")):
+        if how == "hang":
+            time.sleep(3600)
+        if how == "die":
+            os._exit(17)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,9 @@ from kmicro.core import timing
 from kmicro.models import augment as augment_mod
 from kmicro.models.data import one_hot, scale
 
+__all__ = ["WARMUP", "Trainer", "Batches", "steps_per_epoch", "extrapolate", "samples_needed",
+           "run"]
+
 WARMUP = 2
 
 
@@ -66,33 +69,16 @@ class Batches:
         return x, one_hot(self.y[start:stop], self.num_classes)
 
 
-def _phase(step, batches, n_steps, full, clock) -> dict:
-    """compile_s, warm-up, then n_steps timed steps (all batches of the set when `full`)."""
-    t0 = clock()
-    step(*batches[0])
-    compile_s = clock() - t0
+def _phase(step, batches, n_steps, full, clock):
+    """(Measurement of n_steps timed steps, their wall seconds): compile_s first, warm-up,
+    then one sample per step (all batches of the set when `full`)."""
+    _, compile_s = timing.first_call(lambda: step(*batches[0]), timing.host_values, clock)
     for i in range(1, 1 + WARMUP):
         step(*batches[i])
     first = 0 if full else 1 + WARMUP  # a full epoch starts over at batch 0
-    samples = []
-    started = clock()
-    for i in range(first, first + n_steps):
-        t0 = clock()
-        step(*batches[i])
-        samples.append(clock() - t0)
-    return {"compile_s": compile_s, "samples": samples, "wall_s": clock() - started}
-
-
-def _stats(samples, compile_s) -> timing.Measurement:
-    return timing.Measurement(samples=list(samples), compile_s=compile_s)
-
-
-def iqr(m: timing.Measurement) -> float:
-    try:
-        return m.iqr
-    except AttributeError:  # statistics.quantiles is Python >= 3.8; same "inclusive" method
-        q1, q3 = np.percentile(m.samples, [25, 75])
-        return float(q3 - q1)
+    m, wall_s = timing.per_call(lambda i: step(*batches[i]), range(first, first + n_steps), clock)
+    m.compile_s = compile_s
+    return m, wall_s
 
 
 def run(trainer: Trainer, data, spec, settings, clock=time.perf_counter) -> dict:
@@ -103,18 +89,17 @@ def run(trainer: Trainer, data, spec, settings, clock=time.perf_counter) -> dict
     test = Batches(data.x_test, data.y_test, batch, None, settings.seed, spec.num_classes)
     n_train = steps_per_epoch(len(data.x_train), batch) if settings.full_epoch else settings.steps
     n_test = steps_per_epoch(len(data.x_test), batch) if settings.full_epoch else settings.steps
-    tr = _phase(trainer.train, train, n_train, settings.full_epoch, clock)
-    ev = _phase(trainer.test, test, n_test, settings.full_epoch, clock)
-    m, e = _stats(tr["samples"], tr["compile_s"]), _stats(ev["samples"], ev["compile_s"])
+    m, train_wall_s = _phase(trainer.train, train, n_train, settings.full_epoch, clock)
+    e, eval_wall_s = _phase(trainer.test, test, n_test, settings.full_epoch, clock)
     estimate = extrapolate(m.median, settings.train_samples, batch)
     eval_estimate = extrapolate(e.median, settings.eval_samples, batch)
     return {
-        "median_s": m.median, "step_s": m.median, "iqr_s": iqr(m), "n_samples": len(m.samples),
-        "noisy": iqr(m) / m.median > m.policy.noisy_rel_iqr, "step_mean_s": tr["wall_s"] / n_train,
+        "median_s": m.median, "step_s": m.median, "iqr_s": m.iqr, "n_samples": len(m.samples),
+        "noisy": m.noisy, "step_mean_s": train_wall_s / n_train,
         "compile_s": m.compile_s, "steps": n_train,
-        "epoch_s": tr["wall_s"] if settings.full_epoch else estimate, "epoch_est_s": estimate,
-        "eval_s": ev["wall_s"] if settings.full_epoch else eval_estimate,
-        "eval_est_s": eval_estimate, "eval_step_s": e.median, "eval_iqr_s": iqr(e),
+        "epoch_s": train_wall_s if settings.full_epoch else estimate, "epoch_est_s": estimate,
+        "eval_s": eval_wall_s if settings.full_epoch else eval_estimate,
+        "eval_est_s": eval_estimate, "eval_step_s": e.median, "eval_iqr_s": e.iqr,
         "eval_compile_s": e.compile_s, "eval_steps": n_test,
         "device": trainer.device(train[0][0]), "optimizer": trainer.optimizer,
         "params": trainer.params,

@@ -1,18 +1,20 @@
-"""What the runner sends a model worker, and the record every answer fills in.
+"""What the runner sends a model job, and the record every answer fills in.
 
 Shared by the runner side and the worker side, so it must import on Python 3.7.
-Record fields follow the JSON contract (DESIGN.md) with `model` in place of `op`.
+Record fields follow the JSON contract with `model` in place of `op`.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 from typing import Optional
 
+from kmicro.core import records
 from kmicro.models import data as data_mod
 from kmicro.models import epoch
 
-SCHEMA = 1  # same result-file format as kmicro ops (results.SCHEMA)
+__all__ = ["KIND", "PASS", "Settings", "case_id", "blank_record"]
+
+KIND = "model"  # the worker's job kind and the records' kind
 PASS = "train"  # one record per model and stack: the training epoch (evaluation inside it)
 
 
@@ -28,11 +30,11 @@ class Settings:
     eval_samples: int = data_mod.TEST_SAMPLES
 
     def payload(self) -> dict:
-        return asdict(self)
+        return dict(asdict(self), kind=KIND)
 
     @classmethod
     def from_payload(cls, payload) -> "Settings":
-        return cls(**payload)
+        return cls(**{k: v for k, v in payload.items() if k != "kind"})
 
     def augments(self, spec) -> bool:
         return self.augment and spec.augment is not None
@@ -54,18 +56,11 @@ def blank_record(info, spec, settings) -> dict:
     """Every contract field of a model record, status still unset. `info` describes the stack."""
     steps = (epoch.steps_per_epoch(settings.train_samples, spec.batch_size)
              if settings.full_epoch else settings.steps)
-    return {
-        "schema": SCHEMA, "stack": info["stack"], "backend": info.get("backend"),
-        "versions": info.get("versions", {}), "python": info.get("python"),
-        "device": info.get("device"), "device_name": info.get("device_name"),
-        "jit": info.get("jit"), "case": case_id(spec, settings), "model": spec.name,
-        "pass": PASS, "input_shape": [spec.batch_size] + list(spec.input_shape),
-        "data_format": "channels_last", "dtype": "float32", "status": None,
-        "median_s": None, "iqr_s": None, "compile_s": None, "max_rel_err": None, "error": None,
-        "epoch_s": None, "step_s": None, "eval_s": None, "steps": steps,
-        "samples": settings.train_samples, "eval_samples": settings.eval_samples,
-        "batch_size": spec.batch_size, "full_epoch": settings.full_epoch,
-        "augment": settings.augments(spec), "data": settings.data or data_mod.SYNTHETIC,
-        "optimizer": spec.optimizer.describe(), "source": spec.source,
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
+    return records.new(
+        KIND, info, case_id(spec, settings), PASS, model=spec.name,
+        input_shape=[spec.batch_size] + list(spec.input_shape), data_format="channels_last",
+        dtype="float32", epoch_s=None, step_s=None, eval_s=None, steps=steps,
+        samples=settings.train_samples, eval_samples=settings.eval_samples,
+        batch_size=spec.batch_size, full_epoch=settings.full_epoch,
+        augment=settings.augments(spec), data=settings.data or data_mod.SYNTHETIC,
+        optimizer=spec.optimizer.describe(), source=spec.source)

@@ -13,6 +13,8 @@ from rich.text import Text
 
 from kmicro.models import published
 
+__all__ = ["BN_PAIR", "caption", "measured_table", "problems", "published_table"]
+
 BN_PAIR = ("resnet_bn", "resnet_nobn")
 
 
@@ -103,9 +105,8 @@ def published_table(models) -> Table:
     for col in ("report", "stack", "hardware", *columns, "BN/no-BN", "eval"):
         table.add_column(col, justify="left" if col in ("report", "stack", "hardware") else "right")
     for row in published.ROWS:
-        cells = dict(row.cells)
         table.add_row(row.report, row.stack, row.hardware,
-                      *[cells.get(c, "") for c in columns + ["bn_ratio", "eval"]])
+                      *[row.cell(c) for c in columns + ["bn_ratio", "eval"]])
     return table
 
 

@@ -1,7 +1,7 @@
 """Charts of result records as PNG bytes (matplotlib, Agg canvas; no framework imports).
 
 Each function builds its own Figure (never pyplot: no global state, safe in threads and
-tests) and returns PNG bytes for html_report to embed as data URIs.
+tests) and returns PNG bytes for the HTML report to embed as data URIs.
 """
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from collections import OrderedDict
 
 from matplotlib.figure import Figure
 
-from kmicro.report import tables as report
+from kmicro.report import tables
+
+__all__ = ["comparison", "roofline", "roofline_points", "spread", "stacked_shares"]
 
 # A log axis once the slowest bar is this many times the fastest: linear hides the small ones.
 LOG_SPREAD = 20.0
@@ -39,8 +41,8 @@ def comparison(records, op, title=None) -> bytes:
     are wrapped into panels of GROUPS_PER_PANEL rows sharing one scale.
     """
     ops = [r for r in records if r.get("op") == op]
-    rows = report._rows(ops)
-    stacks = [s for s in report._stacks(ops) if any(_ok_ms(by.get(s)) for _, _, by in rows)]
+    rows = tables.case_rows(ops)
+    stacks = [s for s in tables.stack_names(ops) if any(_ok_ms(by.get(s)) for _, _, by in rows)]
     colors = _colors(stacks)
     panels = [rows[i:i + GROUPS_PER_PANEL] for i in range(0, len(rows), GROUPS_PER_PANEL)]
     widest = max(len(p) for p in panels)
@@ -86,10 +88,10 @@ def _bars(ax, rows, stacks, colors, log):
 
 
 def _row_label(case, pass_name) -> str:
-    short = report._short(case)
+    short = tables.short_case(case)
     if len(short) > 38:
         short = short[:17] + "…" + short[-20:]
-    return f"{short}\n{report.PASS_LABELS.get(pass_name, pass_name)}"
+    return f"{short}\n{tables.PASS_LABELS.get(pass_name, pass_name)}"
 
 
 def roofline(records, peaks=None, title=None) -> bytes:
@@ -110,7 +112,7 @@ def roofline(records, peaks=None, title=None) -> bytes:
             sel = [(x, y) for s, p, x, y in points if s == stack and p == pass_name]
             if sel:
                 ax.scatter(*zip(*sel), c=colors[stack], marker=marker, s=28, alpha=0.8,
-                           label=f"{stack} {report.PASS_LABELS[pass_name]}")
+                           label=f"{stack} {tables.PASS_LABELS[pass_name]}")
     xs = [p[2] for p in points] or [0.1, 10.0]
     _ceilings(ax, peaks, min(xs) / 3, max(xs) * 3)
     ax.set_xscale("log")

@@ -6,16 +6,21 @@ from collections import OrderedDict
 from rich.table import Table
 from rich.text import Text
 
+__all__ = ["METRICS", "NOISE", "PASS_LABELS", "QUIET", "case_rows", "format_time", "json_key",
+           "layout_pairs", "layout_table", "metric_value", "ops_tables", "problems",
+           "short_case", "stack_device", "stack_names", "status_counts"]
+
 PASS_LABELS = OrderedDict([("forward", "fwd"), ("forward_train", "fwd (train)"),
                            ("backward", "fwd+bwd"), ("backward_only", "bwd (diff)")])
 METRICS = ("time", "gflops", "gbps")
 
 
-def _stacks(records) -> list:
+def stack_names(records) -> list:
+    """Stacks in the order the records first name them."""
     return list(OrderedDict.fromkeys(r["stack"] for r in records))
 
 
-def _value(record, metric):
+def metric_value(record, metric):
     """Seconds for time (lower is better), rates otherwise (higher is better)."""
     if record["status"] != "ok":
         return None
@@ -30,8 +35,8 @@ NOISE = "< noise"  # a derived backward within the spread of the fwd+bwd measure
 QUIET = ("unsupported", NOISE)  # statuses that are facts about the case, not failures
 
 
-def _rows(records):
-    """{(case, pass label): {stack: record}} in catalog order, plus derived backward-only rows."""
+def case_rows(records):
+    """[(case, pass, {stack: record})] in catalog order, plus derived backward-only rows."""
     rows = OrderedDict()
     for r in records:
         rows.setdefault((r["case"], r["pass"]), {})[r["stack"]] = r
@@ -57,7 +62,7 @@ def format_time(seconds) -> str:
 def _cell(record, metric, best) -> Text:
     if record is None:
         return Text("—", style="dim")
-    value = _value(record, metric)
+    value = metric_value(record, metric)
     if value is None:
         return Text(record["status"], style="dim" if record["status"] in QUIET else "red")
     if metric == "time":
@@ -70,22 +75,22 @@ def _cell(record, metric, best) -> Text:
 
 def ops_tables(records, metric="time") -> list:
     """One rich Table per op; cells are the median with the ratio to the best stack."""
-    stacks = _stacks(records)
-    devices = {s: _device(records, s) for s in stacks}
+    stacks = stack_names(records)
+    devices = {s: stack_device(records, s) for s in stacks}
     tables = OrderedDict()
-    for case, pass_name, by_stack in _rows(records):
+    for case, pass_name, by_stack in case_rows(records):
         op = case.split("(")[0]
         if op not in tables:
             tables[op] = _new_table(op, stacks, devices, metric)
-        values = [v for v in (_value(by_stack.get(s) or {"status": "-"}, metric) for s in stacks)
-                  if v]
+        values = [v for v in (metric_value(by_stack.get(s) or {"status": "-"}, metric)
+                              for s in stacks) if v]
         best = (min(values) if metric == "time" else max(values)) if values else None
-        tables[op].add_row(_short(case), PASS_LABELS[pass_name],
+        tables[op].add_row(short_case(case), PASS_LABELS[pass_name],
                            *[_cell(by_stack.get(s), metric, best) for s in stacks])
     return list(tables.values())
 
 
-def _device(records, stack) -> str:
+def stack_device(records, stack) -> str:
     devices = sorted({r["device"] for r in records if r["stack"] == stack and r.get("device")})
     return "/".join(devices) or "?"
 
@@ -101,7 +106,7 @@ def _new_table(op, stacks, devices, metric) -> Table:
     return table
 
 
-def _short(case_id: str) -> str:
+def short_case(case_id: str) -> str:
     """'conv2d(filters=32,...)@32x32x32x3/cl' -> 'filters=32,... @ 32x32x32x3/cl'."""
     if "(" not in case_id or ")@" not in case_id:
         return case_id
@@ -136,7 +141,7 @@ def _nhwc(record) -> tuple:
 
 def layout_pairs(records) -> list:
     """[((op, config, NHWC shape, pass), {stack: {data_format: record}})] of the cases some
-    stack ran in both layouts (shared by layout_table and html_report)."""
+    stack ran in both layouts (shared by layout_table and the HTML report)."""
     pairs = OrderedDict()
     for r in records:
         if r["data_format"] and r["status"] in ("ok", "error", "wrong", "unsupported", "timeout"):
@@ -154,7 +159,7 @@ def layout_table(records):
     rows = layout_pairs(records)
     if not rows:
         return None
-    stacks = _stacks(records)
+    stacks = stack_names(records)
     table = Table(title="channels_first vs channels_last — median time, cf/cl ratio",
                   title_justify="left")
     for col in ("case", "pass", *stacks):

@@ -1,0 +1,150 @@
+"""The Keras 2 adapter: one object a worker asks for layer passes, models and attribution.
+
+Keras 2 builds a static graph and compiles one backend function per pass, the way
+`Model.fit`/`predict` do: the learning phase is a graph input fed 0 or 1, so the timed
+graphs contain the same `in_train_phase` switches a Keras 2 model has. A layer pass is
+compiled by the same code whether the layer comes from the case catalog (`prepare`) or
+from a model (`layer_pass`). Theano and TF1 session runs return host NumPy arrays, so a
+step is already synchronous.
+"""
+from __future__ import absolute_import
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from kmicro.backends.base import FamilyAdapter, Prepared, cpu_name
+from kmicro.backends.keras2 import backend, layers, models
+from kmicro.backends.keras2.backend import K, keras
+from kmicro.models.epoch import Trainer
+
+__all__ = ["Adapter"]
+
+
+class Adapter(FamilyAdapter):
+    """Builds layers and models on this worker's Keras 2 backend; one compiled function per pass."""
+
+    family = "keras2"
+    model_kind = "a Keras 2 model (keras.models.Model)"
+
+    def __init__(self, device="auto", jit="auto"):
+        self.impl = backend.load()
+        self.gpu = self.impl.on_gpu
+        self.use_gpu = self.gpu and device != "cpu"
+        self.jit = jit
+
+    def info(self) -> dict:
+        versions = {"keras": keras.__version__, "numpy": np.__version__}
+        versions.update(self.impl.versions())
+        info = {"backend": backend.BACKEND, "versions": versions,
+                "device": "gpu" if self.use_gpu else "cpu",
+                "device_name": self.impl.device_name() if self.use_gpu else cpu_name(),
+                "gpu_visible": self.gpu,
+                # Keras 2 always runs a compiled static graph; there is no eager/jit switch.
+                "jit": "graph"}
+        info.update(self.impl.extra_info())
+        return info
+
+    # ---- layer passes -------------------------------------------------------------------
+
+    def prepare(self, case, pass_name, weights, inputs, dy) -> Prepared:
+        backend.fresh_graph()
+        flip = self.impl.flips_kernels and case.op == "conv2d"
+        layer, xs, y = layers.build(case, layers.flip_kernel(weights) if flip else weights)
+        # The gradient of a flipped kernel is flipped back to the reference layout.
+        flipped = len(xs) if flip and pass_name == "backward" else None
+        return self._compiled(layer, xs, y, pass_name, inputs, dy,
+                              training=pass_name != "forward", flipped=flipped)
+
+    def layer_pass(self, model, described, pass_name, inputs, dy) -> Prepared:
+        """One model layer, rebuilt alone; learning phase 1 (the training step's branch:
+        BN batch statistics, dropout on)."""
+        original = models.layers(model)[described["index"]]
+        layer, xs, y = layers.rebuild(original, described, inputs)
+        return self._compiled(layer, xs, y, pass_name, inputs, dy, training=True)
+
+    def _compiled(self, layer, xs, y, pass_name, inputs, dy, training, flipped=None):
+        outputs = [y]
+        if pass_name == "backward":
+            # dy lives in a variable: no per-call host copy, no constant folding into the graph.
+            outputs += K.gradients(K.sum(y * K.variable(dy)), xs + layer.trainable_weights)
+        fn_inputs, feed = list(xs), list(inputs)
+        if _uses_learning_phase(y):
+            fn_inputs.append(K.learning_phase())
+            feed.append(1 if training else 0)
+        fn = _LazyFunction(fn_inputs, outputs)
+
+        def split(out):
+            """(y, grads or None) as NumPy arrays."""
+            arrays = [np.asarray(a) for a in out]
+            grads = arrays[1:] if pass_name == "backward" else None
+            if flipped is not None:
+                grads[flipped] = grads[flipped][::-1, ::-1]
+            return arrays[0], grads
+
+        return Prepared(step=lambda: fn(feed), sync=_synchronous, outputs=split,
+                        device_of=lambda out: self.impl.device_of(fn.fn, feed))
+
+    # ---- models -------------------------------------------------------------------------
+
+    def build_model(self, spec, seed=0) -> Trainer:
+        return self._trainer(*models.build(spec, seed))
+
+    def compile_user(self, model) -> Trainer:
+        return self._trainer(*models.compile_user(model))
+
+    def _trainer(self, model, optimizer) -> Trainer:
+        return Trainer(train=model.train_on_batch, test=model.test_on_batch,
+                       device=lambda x: self._device(model, x), optimizer=optimizer,
+                       params=model.count_params())
+
+    def _device(self, model, x) -> str:
+        if not self.use_gpu:
+            return "cpu"
+        # The backend reads the device back from a traced run of a K.function-like object.
+        fn = SimpleNamespace(inputs=model.inputs, outputs=model.outputs)
+        return self.impl.device_of(fn, [x])
+
+    # ---- attribution --------------------------------------------------------------------
+
+    def seed(self, seed):
+        np.random.seed(seed)  # Keras 2 initialisers draw from NumPy on Theano
+
+    def is_model(self, obj) -> bool:
+        return isinstance(obj, keras.models.Model)
+
+    without = staticmethod(models.without)  # (model, layer_type) -> the model without them
+    layers = staticmethod(models.layers)  # (model) -> its layers but the inputs
+    describe = staticmethod(models.describe)  # (model) -> per layer: name, type, shapes...
+    io = staticmethod(models.io)  # (model) -> (input shapes and dtypes, output shapes)
+
+    # ---- graph inspection ---------------------------------------------------------------
+
+    def inspect(self, part, samples=320, repeats=5) -> list:
+        """Facts read from this stack's compiled graphs (`kmicro diagnose`)."""
+        from kmicro.backends.keras2 import graph  # only diagnose needs it
+
+        return graph.inspect(self, part, samples, repeats)
+
+
+class _LazyFunction(object):
+    """K.function compiled on the first call, so the worker's first-call time is the compile time
+    (Theano compiles inside K.function, TF1 on its first session run)."""
+
+    def __init__(self, inputs, outputs):
+        self.inputs, self.outputs, self.fn = inputs, outputs, None
+
+    def __call__(self, feed):
+        if self.fn is None:
+            self.fn = K.function(self.inputs, self.outputs)
+        return self.fn(feed)
+
+
+def _uses_learning_phase(tensor) -> bool:
+    # Keras 2 marks tensors that depend on K.learning_phase() (Dropout, BN); feeding the
+    # phase to a graph that ignores it is harmless on TF1 but would be dead input on Theano.
+    return bool(getattr(tensor, "_uses_learning_phase", False))
+
+
+def _synchronous(out):
+    return out  # session runs return host arrays: the step has finished

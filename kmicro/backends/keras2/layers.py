@@ -1,0 +1,43 @@
+"""Keras 2 layers built alone on placeholders: a catalog case with the reference weights, or a
+model's layer rebuilt from its config (attribution) at the shapes it was called with."""
+from __future__ import absolute_import
+
+from kmicro.backends.keras2.backend import K, keras
+
+__all__ = ["build", "rebuild", "flip_kernel"]
+
+
+def build(case, weights):
+    """(layer, input placeholders, output tensor) with `weights` loaded; shapes checked."""
+    layer = getattr(keras.layers, case.layer)(**case.layer_kwargs())
+    xs = [K.placeholder(shape=tuple(case.input_shape), dtype=case.dtype)
+          for _ in range(case.n_inputs)]
+    y = layer(xs if case.n_inputs > 1 else xs[0])
+    got = [tuple(w.shape) for w in layer.get_weights()]
+    want = [tuple(w.shape) for w in weights]
+    if got != want:
+        raise RuntimeError("{} weights {} do not match the reference layout {}".format(
+            case.layer, got, want))
+    if weights:
+        layer.set_weights(weights)
+    return layer, xs, y
+
+
+def rebuild(original, described, inputs):
+    """(layer, placeholders, output): a model layer rebuilt from its config on placeholders
+    shaped like `inputs`, with its weights."""
+    if type(original).__name__ != described["type"]:
+        raise RuntimeError("layer {} is a {}, expected {}".format(
+            described["index"], type(original).__name__, described["type"]))
+    layer = original.__class__.from_config(original.get_config())
+    xs = [K.placeholder(shape=x.shape, dtype=str(x.dtype)) for x in inputs]
+    y = layer(xs[0] if len(xs) == 1 else xs)
+    layer.set_weights(original.get_weights())
+    return layer, xs, y
+
+
+def flip_kernel(weights):
+    # Keras 2's Theano backend computes a true convolution (theano's filter_flip=True), TF and
+    # the reference a cross-correlation: the same function needs the kernel flipped in H and W,
+    # as keras.utils.conv_utils.convert_kernel does when moving weights between backends.
+    return [weights[0][::-1, ::-1].copy()] + list(weights[1:])

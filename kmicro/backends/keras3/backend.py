@@ -1,0 +1,76 @@
+"""What every Keras 3 backend module provides, and the loader that picks this worker's backend.
+
+A backend is one module, `<name>_backend.py`, named after Keras' own backend name. (Not
+`tensorflow.py`, `jax.py`...: a submodule named like a framework rebinds that name in this
+package's namespace as soon as it is imported, a trap for any `import numpy` there.)
+"""
+from __future__ import annotations
+
+import importlib
+import os
+
+import numpy as np
+
+BACKEND = os.environ.get("KERAS_BACKEND", "tensorflow")
+import keras  # noqa: E402  (backend must be chosen first)
+
+__all__ = ["BACKEND", "Backend", "load", "call_arg", "first"]
+
+# Keras backend name -> "module:class" inside this package.
+_BACKENDS = {"tensorflow": "tensorflow_backend:TensorFlow", "jax": "jax_backend:Jax",
+             "torch": "torch_backend:Torch", "numpy": "numpy_backend:Numpy"}
+
+
+class Backend:
+    """What differs per backend: placement, compilation, gradients, sync, device.
+
+    Subclasses add `forward(layer, xs, training)` and `fwd_bwd(layer, xs, dy)`, each returning
+    (step, xs): `step(*xs)` runs the pass once on the (possibly re-wrapped) inputs `xs`.
+    """
+
+    name = BACKEND
+    module = None
+    has_gpu_device = False  # set by the adapter: a GPU is visible and was not refused
+
+    def __init__(self, jit):
+        self.jit = jit
+
+    def versions(self) -> dict:
+        return {"keras": keras.__version__, BACKEND: self.module.__version__, "numpy": np.__version__}
+
+    def has_gpu(self) -> bool:
+        return False
+
+    def gpu_name(self) -> str:
+        return ""
+
+    def to_device(self, a):
+        return keras.ops.convert_to_tensor(a)
+
+    def sync(self, out):
+        return out
+
+    def device_of(self, out) -> str:
+        return "cpu"
+
+    def to_numpy(self, t):
+        return keras.ops.convert_to_numpy(t)
+
+
+def load(jit) -> Backend:
+    """This worker's backend (KERAS_BACKEND); only its framework gets imported."""
+    module_name, class_name = _BACKENDS[BACKEND].split(":")
+    module = importlib.import_module("{}.{}".format(__package__, module_name))
+    return getattr(module, class_name)(jit)
+
+
+def call_arg(a):
+    """A layer's call argument from a step's positional inputs: one tensor, or a list."""
+    return a[0] if len(a) == 1 else list(a)
+
+
+def first(out):
+    """The first tensor of a (nested) step result: where it lives is where the step ran."""
+    while isinstance(out, (tuple, list)):
+        out = out[0]
+    return out

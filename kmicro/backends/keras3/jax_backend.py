@@ -1,0 +1,61 @@
+"""Keras 3 on JAX: stateless_call under jax.jit (unless --jit off), jax.grad, block_until_ready."""
+from __future__ import annotations
+
+import jax
+
+from kmicro.backends.keras3.backend import Backend, call_arg, first
+
+__all__ = ["Jax"]
+
+
+class Jax(Backend):
+    module = jax
+
+    def __init__(self, jit):
+        super().__init__(jit)
+        self.wrap = jax.jit if jit in ("auto", "on") else (lambda f: f)
+
+    def has_gpu(self):
+        return jax.devices()[0].platform == "gpu"
+
+    def gpu_name(self):
+        return jax.devices()[0].device_kind
+
+    def forward(self, layer, xs, training):
+        tv = [v.value for v in layer.trainable_variables]
+        ntv = [v.value for v in layer.non_trainable_variables]
+        kw = _training_kwarg(layer, training)
+
+        def call(tv, ntv, *a):
+            return layer.stateless_call(tv, ntv, call_arg(a), **kw)[0]
+
+        f = self.wrap(call)
+        return (lambda *a: f(tv, ntv, *a)), xs
+
+    def fwd_bwd(self, layer, xs, dy):
+        tv = [v.value for v in layer.trainable_variables]
+        ntv = [v.value for v in layer.non_trainable_variables]
+        kw = _training_kwarg(layer, True)
+
+        def loss(a, tv):
+            y = layer.stateless_call(tv, ntv, call_arg(a), **kw)[0]
+            return jax.numpy.sum(y * dy), y
+
+        grad = jax.grad(loss, argnums=(0, 1), has_aux=True)
+
+        def step(*a):
+            (ga, gw), y = grad(a, tv)
+            return y, [*ga, *gw]
+
+        return self.wrap(step), xs
+
+    def sync(self, out):
+        return jax.block_until_ready(out)
+
+    def device_of(self, out):
+        return "gpu" if next(iter(first(out).devices())).platform == "gpu" else "cpu"
+
+
+def _training_kwarg(layer, training) -> dict:
+    # stateless_call passes kwargs straight to call(); most layers take no `training`.
+    return {"training": training} if layer._call_has_training_arg else {}

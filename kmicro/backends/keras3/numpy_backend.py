@@ -1,0 +1,19 @@
+"""Keras 3 on NumPy: forward only (the numpy backend has no gradients)."""
+from __future__ import annotations
+
+import numpy as np
+
+from kmicro.backends.base import UnsupportedPass
+from kmicro.backends.keras3.backend import Backend, call_arg
+
+__all__ = ["Numpy"]
+
+
+class Numpy(Backend):
+    module = np
+
+    def forward(self, layer, xs, training):
+        return (lambda *a: layer(call_arg(a), training=training)), xs
+
+    def fwd_bwd(self, layer, xs, dy):
+        raise UnsupportedPass("the numpy backend has no gradients (forward only)")

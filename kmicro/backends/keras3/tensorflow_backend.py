@@ -1,0 +1,69 @@
+"""Keras 3 on TensorFlow: tf.function (XLA only with a GPU unless --jit says), GradientTape."""
+from __future__ import annotations
+
+import re
+
+import tensorflow as tf
+
+from kmicro.backends.base import UnsupportedPass
+from kmicro.backends.keras3.backend import Backend, call_arg, first
+
+__all__ = ["TensorFlow"]
+
+
+class TensorFlow(Backend):
+    module = tf
+
+    def __init__(self, jit):
+        super().__init__(jit)
+        self.xla = self.has_gpu() if jit == "auto" else jit == "on"
+
+    def has_gpu(self):
+        return bool(tf.config.list_physical_devices("GPU"))
+
+    def gpu_name(self):
+        gpus = tf.config.list_physical_devices("GPU")
+        return tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
+
+    def compile(self, fn):
+        f = tf.function(fn, jit_compile=self.xla)
+        errors = (tf.errors.UnimplementedError, tf.errors.InvalidArgumentError)
+
+        def call(*a):
+            try:
+                return f(*a)
+            except errors as exc:
+                raise _nhwc_only(exc) or exc
+
+        return call
+
+    def forward(self, layer, xs, training):
+        return self.compile(lambda *a: layer(call_arg(a), training=training)), xs
+
+    def fwd_bwd(self, layer, xs, dy):
+        def step(*a):
+            with tf.GradientTape() as tape:
+                tape.watch(a)
+                y = layer(call_arg(a), training=True)
+                loss = tf.reduce_sum(y * dy)
+            return y, tape.gradient(loss, [*a, *layer.trainable_variables])
+
+        return self.compile(step), xs
+
+    def sync(self, out):
+        # CPU eager execution is synchronous; on GPU wait for every queued kernel.
+        if self.has_gpu_device:
+            tf.test.experimental.sync_devices()
+        return out
+
+    def device_of(self, out):
+        return "gpu" if "GPU" in first(out).device.upper() else "cpu"
+
+
+def _nhwc_only(exc):
+    """Where TensorFlow's CPU Conv2D kernels take NHWC only (it depends on the CPU): unsupported
+    there, not an error."""
+    lines = [ln for ln in exc.message.splitlines() if "NHWC" in ln]
+    if lines:
+        return UnsupportedPass("TensorFlow: " + re.sub(r"\{\{.*?\}\}\s*", "", lines[0]).strip())
+    return None

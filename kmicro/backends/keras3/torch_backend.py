@@ -1,0 +1,49 @@
+"""Keras 3 on torch: eager (torch.compile with --jit on), autograd.grad, cuda.synchronize."""
+from __future__ import annotations
+
+import torch
+
+from kmicro.backends.keras3.backend import Backend, call_arg, first
+
+__all__ = ["Torch"]
+
+
+class Torch(Backend):
+    module = torch
+
+    def __init__(self, jit):
+        super().__init__(jit)
+        self.wrap = torch.compile if jit == "on" else (lambda f: f)
+
+    def has_gpu(self):
+        return torch.cuda.is_available()
+
+    def gpu_name(self):
+        return torch.cuda.get_device_name(0)
+
+    def forward(self, layer, xs, training):
+        f = self.wrap(lambda *a: layer(call_arg(a), training=training))
+
+        def step(*a):
+            with torch.no_grad():
+                return f(*a)
+
+        return step, xs
+
+    def fwd_bwd(self, layer, xs, dy):
+        xs = [x.detach().requires_grad_(True) for x in xs]
+        weights = [v.value for v in layer.trainable_variables]
+
+        def step(*a):
+            y = layer(call_arg(a), training=True)
+            return y, torch.autograd.grad((y * dy).sum(), [*a, *weights])
+
+        return self.wrap(step), xs
+
+    def sync(self, out):
+        if self.has_gpu_device:
+            torch.cuda.synchronize()
+        return out
+
+    def device_of(self, out):
+        return first(out).device.type.replace("cuda", "gpu")

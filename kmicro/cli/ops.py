@@ -1,0 +1,45 @@
+"""`kmicro ops`: time single layers, pass by pass, on every stack."""
+from __future__ import annotations
+
+from kmicro.cli import common
+from kmicro.core import cases
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser("ops", help="time single layers on every stack")
+    common.add_run_flags(p, "ops", quick_help=common.QUICK_HELP, timeout=300.0,
+                         timeout_help="seconds per case (all passes)")
+    p.add_argument("--ops", help=f"comma list of {','.join(cases.OPS)} (default: all)")
+    p.add_argument("--passes", default=",".join(cases.PASSES),
+                   help=f"comma list of {','.join(cases.PASSES)}")
+    p.add_argument("--shapes", help="N,H,W,C or N,F shapes separated by ';' (replaces the seeds')")
+    p.add_argument("--set", metavar="KEY=VALUE,...",
+                   help="override layer options, e.g. filters=64,kernel_size=5,pool_size=3")
+    p.add_argument("--data-format", default="auto", choices=cases.LAYOUTS,
+                   help="auto: channels_last, plus channels_first twins of the BN cases")
+    p.add_argument("--metric", default="time", choices=("time", "gflops", "gbps"))
+    p.add_argument("--resume", action="store_true", help="skip cases already finished in --json")
+    return p
+
+
+def run(args) -> int:
+    from kmicro.core import records
+    from kmicro.report import tables
+
+    chosen, case_list = common.stacks_and_cases(args)
+    console = common.make_console()
+    common.warn_if_busy(console)
+    passes = cases.with_passes(common.split(args.passes))
+    path = common.results_path(args)
+    out = records.ResultsFile(path, resume=args.resume)
+    common.run_cases(chosen, case_list, passes, common.run_options(args), out.append,
+                     out.finished() if args.resume else frozenset())
+    ids = {c.id for c in case_list}
+    names = {s.name for s in chosen}
+    mine = [r for r in out.records if r["case"] in ids and r["stack"] in names]
+    common.refuse_missing_gpu(mine, args.device)
+    common.print_op_tables(mine, args.metric, console)
+    console.print(f"results: {path} ({tables.status_counts(mine)})")
+    return common.exit_code(mine)

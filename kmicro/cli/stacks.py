@@ -1,0 +1,42 @@
+"""`kmicro stacks`: every declared stack, installed or not, with its versions and device, and
+this machine's matmul/copy peaks."""
+from __future__ import annotations
+
+from kmicro.cli import common
+from kmicro.core.stacks import STACKS
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser("stacks", help="stacks, installed or not, versions, device, "
+                                             "machine peaks")
+    common.add_device_flag(p)
+    p.add_argument("--no-peaks", action="store_true", help="skip measuring matmul/copy peaks")
+    return p
+
+
+def run(args) -> int:
+    from rich.table import Table
+
+    from kmicro.core import peaks
+    from kmicro.harness import runner
+
+    console = common.make_console()
+    table = Table(title="kmicro stacks")
+    for col in ("stack", "installed", "python", "backend", "versions", "device"):
+        table.add_column(col)
+    options = runner.Options(device=args.device)
+    for s in STACKS.values():
+        info = runner.probe(s, options) if s.installed else {}
+        versions = ", ".join(f"{k} {v}" for k, v in info.get("versions", {}).items())
+        device = info.get("error") or f"{info.get('device', '')} ({info.get('device_name', '')})"
+        table.add_row(s.name, "yes" if s.installed else "no (`make env`)",
+                      info.get("python", s.python), s.backend, versions,
+                      device if s.installed else "")
+    console.print(table)
+    if not args.no_peaks:
+        p = peaks.measure()
+        console.print(f"machine peaks (NumPy, host CPU): matmul {p['matmul_gflops']:.1f} GFLOP/s "
+                      f"(float32), copy {p['copy_gbps']:.1f} GB/s")
+    return 0

@@ -1,0 +1,188 @@
+"""Job kind "attribution": a model's training step and its layers, timed on this stack.
+
+A job is a payload of kmicro.analysis.attribution.Request with "kind": "attribution" and a
+`task`:
+  describe      the model's layers (shapes, types), not written to the results file
+  step          the full training step (train_on_batch), --steps samples after warm-up
+  layer         one layer, rebuilt alone from its config: forward and forward+backward
+  ablated_step  the step of the model without the `ablate` layer type
+The built model is cached per worker (kmicro/harness/jobs/built_models.py), so layer jobs
+reuse the model the step trained. The CLI side imports this module for `blank_record`:
+no framework at module level.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kmicro.backends.base import UnsupportedPass
+from kmicro.core import records, timing
+from kmicro.harness.jobs.built_models import Session, UserModelError
+from kmicro.harness.protocol import message
+
+__all__ = ["KIND", "LAYER_PASSES", "WARMUP_STEPS", "run", "case_id", "blank_record"]
+
+KIND = "attribution"
+LAYER_PASSES = ("forward", "backward")
+WARMUP_STEPS = 2  # as kmicro models: the steps after the first still settle allocations
+
+_SESSIONS = {}  # one per adapter: the worker process serves one stack
+
+
+def run(adapter, info, payload) -> list:
+    session = _SESSIONS.setdefault(id(adapter), Session(adapter))
+    task = payload["task"]
+    passes = LAYER_PASSES if task == "layer" else (task,)
+    found = [blank_record(info, payload, p) for p in passes]
+    try:
+        ablate = payload["ablate"] if task == "ablated_step" else None
+        model, trainer = session.built(payload, ablate)
+        if task == "describe":
+            found[0].update(_describe(adapter, model, payload["batch"]), status="ok")
+        elif task == "layer":
+            _time_layer(adapter, model, payload, found)
+        elif task == "ablated_step":
+            found[0].update(_time_ablated(session, model, trainer, payload))
+        else:
+            found[0].update(_time_step(adapter, model, trainer, payload))
+    except UserModelError as exc:
+        _fail(found, "error", str(exc), usage=True)
+    except UnsupportedPass as exc:
+        _fail(found, "unsupported", str(exc))
+    except Exception as exc:  # noqa: BLE001 - a failing model is a record, not a crash
+        _fail(found, "error", message(exc))
+    return found
+
+
+def _fail(found, status, error, **extra):
+    for r in found:
+        if r["status"] is None:
+            r.update(status=status, error=error, **extra)
+
+
+def _describe(adapter, model, batch) -> dict:
+    """The layer list the CLI plans its layer jobs from; `key` (type#k) matches across stacks."""
+    layers, seen = [], {}
+    for index, layer in enumerate(adapter.describe(model)):
+        k = seen[layer["type"]] = seen.get(layer["type"], -1) + 1
+        for field in ("input_shapes", "output_shapes"):
+            layer[field] = [_batched(s, batch) for s in layer[field]]
+        layers.append(dict(layer, index=index, key="{}#{}".format(layer["type"], k),
+                           params=int(layer["params"])))
+    inputs, outputs = adapter.io(model)
+    return {"layers": layers, "input_shapes": [_batched(s, batch) for s, _ in inputs],
+            "output_shapes": [_batched(s, batch) for s in outputs]}
+
+
+def _batched(shape, batch) -> list:
+    """The shape with the batch filled in, as plain ints (Keras 2 may give NumPy ints)."""
+    return [batch if i == 0 and d is None else (None if d is None else int(d))
+            for i, d in enumerate(shape)]
+
+
+def _batch(adapter, model, payload):
+    """(x, y, first input array) of one seeded batch, as train_on_batch takes them."""
+    inputs, outputs = adapter.io(model)
+    rng = np.random.RandomState(payload["seed"])
+    xs = [_data(rng, _batched(s, payload["batch"]), dtype) for s, dtype in inputs]
+    ys = [_target(rng, _batched(s, payload["batch"])) for s in outputs]
+    return (xs[0] if len(xs) == 1 else xs), (ys[0] if len(ys) == 1 else ys), xs[0]
+
+
+def _trained(trainer, x, y):
+    """One synchronous step: train_on_batch returns host values."""
+    return lambda: trainer.train(x, y)
+
+
+def _steps_policy(payload):
+    # Exactly --steps samples of one step each (min_sample_s=0: no loops per sample).
+    return timing.Policy(warmup=WARMUP_STEPS, min_samples=payload["steps"],
+                         max_samples=payload["steps"], min_sample_s=0.0, budget_s=float("inf"))
+
+
+def _step_fields(trainer, compile_s, x0) -> dict:
+    return dict(status="ok", compile_s=compile_s, device=trainer.device(x0),
+                optimizer=trainer.optimizer, params=int(trainer.params))
+
+
+def _time_step(adapter, model, trainer, payload) -> dict:
+    x, y, x0 = _batch(adapter, model, payload)
+    step = _trained(trainer, x, y)
+    _, compile_s = timing.first_call(step, timing.host_values)
+    m = timing.measure(step, timing.host_values, _steps_policy(payload))
+    return dict(m.summary(), share=1.0, **_step_fields(trainer, compile_s, x0))
+
+
+def _time_ablated(session, model, trainer, payload) -> dict:
+    """The ablated step, in turns with the full step: load that drifts during a run (other
+    jobs on the machine) then moves both medians alike and cancels in the delta."""
+    x, y, x0 = _batch(session.adapter, model, payload)
+    cut = _trained(trainer, x, y)
+    _, compile_s = timing.first_call(cut, timing.host_values)
+    fields = _step_fields(trainer, compile_s, x0)
+    try:
+        full = _trained(session.built(payload)[1], x, y)
+        full()
+    except Exception:  # noqa: BLE001 - TF1: building the ablated model cleared the full one
+        m = timing.measure(cut, timing.host_values, _steps_policy(payload))
+        return dict(m.summary(), **fields)
+    a, b = timing.in_turns(cut, full, payload["steps"], WARMUP_STEPS)
+    return dict(a.summary(), baseline_s=b.median, baseline_iqr_s=b.iqr,
+                delta_s=a.median - b.median, delta_pct=(a.median - b.median) / b.median, **fields)
+
+
+def _time_layer(adapter, model, payload, found):
+    layer = payload["layer"]
+    rng = np.random.RandomState(payload["seed"] + 1 + layer["index"])
+    inputs = [_data(rng, s, d) for s, d in zip(layer["input_shapes"], layer["dtypes"])]
+    dy = rng.standard_normal(layer["output_shapes"][0]).astype(np.float32)
+    policy = timing.Policy.quick() if payload["quick"] else timing.Policy()
+    for record in found:
+        try:
+            prepared = adapter.layer_pass(model, layer, record["pass"], inputs, dy)
+            out, compile_s = timing.first_call(prepared.step, prepared.sync)
+            m = timing.measure(prepared.step, prepared.sync, policy)
+            record.update(m.summary(), status="ok", compile_s=compile_s,
+                          device=prepared.device_of(out))
+        except UnsupportedPass as exc:
+            record.update(status="unsupported", error=str(exc))
+        except Exception as exc:  # noqa: BLE001 - one layer failing leaves the others timed
+            record.update(status="error", error=message(exc))
+    fwd, both = found
+    if fwd["status"] == both["status"] == "ok":
+        both["backward_s"] = both["median_s"] - fwd["median_s"]
+
+
+def _data(rng, shape, dtype):
+    if "int" in str(dtype):  # indices (Embedding): the smallest valid range
+        return rng.randint(0, 2, size=shape).astype(dtype)
+    return rng.uniform(0, 1, size=shape).astype(np.float32)  # like the scaled images of the zoo
+
+
+def _target(rng, shape):
+    """One-hot classes for 2-D outputs (categorical crossentropy), values otherwise (MSE)."""
+    if len(shape) == 2:
+        return np.eye(shape[1], dtype=np.float32)[rng.randint(0, shape[1], size=shape[0])]
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# ---- records (also made by the CLI side for jobs that never answered) ---------------------
+
+def case_id(payload, pass_name) -> str:
+    base = "{}@b{}".format(payload["model"], payload["batch"])
+    if pass_name == "ablated_step":
+        return "{}-{}".format(base, payload["ablate"])
+    layer = payload.get("layer")
+    return "{}/{}".format(base, layer["key"]) if layer else base
+
+
+def blank_record(info, payload, pass_name) -> dict:
+    """Every contract field of an attribution record, status still unset."""
+    layer = payload.get("layer") or {}
+    shapes = layer.get("input_shapes") or payload.get("input_shapes") or [None]
+    return records.new(
+        KIND, info, case_id(payload, pass_name), pass_name, model=payload["model"],
+        model_source=payload.get("source"), layer=layer.get("name"),
+        layer_key=layer.get("key"), layer_type=layer.get("type"), input_shape=shapes[0],
+        input_shapes=shapes, batch_size=payload["batch"], data_format=None, dtype="float32",
+        steps=payload["steps"], ablate=payload["ablate"] if pass_name == "ablated_step" else None,
+        share=None)
