@@ -8,9 +8,15 @@ preloaded it would fork a process already running the framework's threads (docs/
 import os
 
 from kmicro import backends
+from kmicro.core.stacks import STACKS
 
 BACKEND = os.environ.get("KERAS_BACKEND", "tensorflow")  # set by asv.conf.json's env_nobuild
 FAMILY = "keras2" if BACKEND == "theano" else "keras3"  # Keras 2 only in the theano env
+if BACKEND == "theano":
+    # The theano stack's flags (CPU, OpenBLAS), kept out of asv.conf.json so the environment's
+    # name stays short; Theano's own compile cache, not the checkout's.
+    for _key, _value in STACKS["theano"].env:
+        os.environ.setdefault(_key, _value.split(",compiledir=")[0])
 _CACHE = {}
 
 

@@ -5,16 +5,18 @@
 
 Every asv environment is a stack family: the Keras 3 environment (KERAS_BACKEND varies at run
 time only, env_nobuild, so one environment serves tensorflow, jax, torch and numpy) and one
-`include` entry per default Keras 2 stack. Every package is pinned exactly: asv turns range
-pins into nothing ("" in the results) and pip would resolve the rest differently tomorrow.
-`--vary` writes a second config over the same results, so other versions of one package land
-in the same history as separate environments, without editing the committed file.
+`include` entry per default Keras 2 stack. Only Keras and the packages --vary names are in
+the matrix, so environment names stay short (py3.11-keras3.15.1-KERAS_BACKENDjax); every
+other package is installed exactly as pinned by the install step (pip --no-deps), marked with
+its family's Python. `--vary` writes a second config over the same results, so other
+versions of one package land in the same history as separate environments.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import re
+import shlex
 import sys
 
 from kmicro.core import stacks
@@ -34,10 +36,6 @@ BACKEND_PACKAGES = {"tensorflow": {"tensorflow-cpu"}, "jax": {"jax", "jaxlib"},
 # --upgrade, i.e. the newest setuptools for the environment's Python: pinning that release keeps
 # the environment's name (and the versions recorded with its results) true.
 SETUPTOOLS = {"3.11": "84.2.1", "3.9": "82.0.1"}
-# asv reads a pin's version with \d+(\.\d+)*[a-zA-Z0-9]* and drops the rest ("2026.10.19.post1"
-# becomes "2026.10.19"); such pins go in whole as a "pip+NAME==VERSION" key instead.
-_ASV_VERSION = re.compile(r"\d+(\.\d+)*([a-zA-Z0-9]+)?")
-
 HEADER = """\
 // Written by `python -m kmicro.asvconf` from kmicro/core/stacks.py and requirements/*.txt:
 // edit those and regenerate (tests/test_asv.py fails when this file is stale). See docs/asv.md.
@@ -55,61 +53,85 @@ def pins(requirements) -> dict:
     return out
 
 
-def asv_req(pinned) -> dict:
-    """A matrix `req` that asv installs exactly as pinned (it runs one `pip install` per entry)."""
-    req = {}
-    for name, version in sorted(pinned.items()):
-        if _ASV_VERSION.fullmatch(version):
-            req[name] = version
-        else:
-            req[f"pip+{name}=={version}"] = ""
-    return req
+def install_pins(conf) -> dict:
+    """{python version or None: {name: version}} installed by a config's install step."""
+    found = {}
+    for arg in shlex.split(conf["install_command"][0]):
+        requirement, _, marker = arg.partition(";")
+        if "==" not in requirement:
+            continue  # the command itself
+        name, version = requirement.split("==")
+        python = re.search(r"'([0-9.]+)'", marker).group(1) if marker else None
+        found.setdefault(python, {})[name] = version
+    return found
 
 
-def pinned(req) -> dict:
-    """asv_req's inverse: {name: version}."""
-    return dict(k[4:].split("==") if k.startswith("pip+") else (k, v) for k, v in req.items())
+# Always in an environment's name (with what --vary adds): the rest of the exact pins are
+# installed by the install step, so names stay short and readable (py3.11-keras3.15.1-...).
+NAMED = ("keras",)
 
 
-def _keras3_req(backends, lean) -> dict:
+def _keras3_pins(backends, lean) -> dict:
     needed = set().union(*(BACKEND_PACKAGES[b] for b in backends))
     dropped = set().union(*BACKEND_PACKAGES.values()) - needed if lean else set()
-    req = {k: v for k, v in pins(_family("keras3").requirements).items()
-           if k not in TOOLING and k not in dropped}
-    return asv_req({**req, "setuptools": SETUPTOOLS[_family("keras3").python]})
+    pinned_ = {k: v for k, v in pins(_family("keras3").requirements).items()
+               if k not in TOOLING and k not in dropped}
+    return {**pinned_, "setuptools": SETUPTOOLS[_family("keras3").python]}
 
 
 def _family(family) -> stacks.Stack:
     return next(s for s in stacks.STACKS.values() if s.family == family)
 
 
-def _keras2_includes() -> list:
-    includes = []
-    for s in stacks.STACKS.values():
-        if s.family != "keras2" or not s.default:
-            continue
-        env = {k: v.split(",compiledir=")[0] for k, v in s.env}  # theano's default cache dir
-        req = {**pins(s.requirements), "setuptools": SETUPTOOLS[s.python]}
-        includes.append({"python": s.python, "req": asv_req(req),
-                         "env_nobuild": {"KERAS_BACKEND": s.backend, **env}})
-    return includes
+def _keras2_stacks() -> list:
+    return [s for s in stacks.STACKS.values() if s.family == "keras2" and s.default]
+
+
+def _keras2_pins(stack) -> dict:
+    return {**pins(stack.requirements), "setuptools": SETUPTOOLS[stack.python]}
+
+
+def _named(pinned_, vary=None) -> dict:
+    """The matrix `req`: NAMED packages at their pin, varied ones at each of their versions."""
+    req = {name: pinned_[name] for name in NAMED if name in pinned_}
+    for name, versions in (vary or {}).items():
+        if name not in pinned_:
+            raise UsageError(f"{name!r} is not pinned in the Keras 3 environment; "
+                             f"valid: {', '.join(sorted(pinned_))}")
+        req[name] = versions
+    return req
+
+
+def _install_pins(families) -> str:
+    """One `pip install --no-deps` of every exact pin not in an environment's name, each
+    marked with its family's Python so one command serves every environment."""
+    args = []
+    for python, pinned_, named in families:
+        marker = f"; python_version == '{python}'" if len(families) > 1 else ""
+        args += [f'"{name}=={version}{marker}"' for name, version in sorted(pinned_.items())
+                 if name not in named]
+    return "in-dir={env_dir} python -m pip install -q --no-deps " + " ".join(args)
 
 
 def config(backends=None, vary=None, keras2=True, lean=False) -> dict:
-    """The asv config dict. Without `lean`, an environment whose pins match the committed
-    config's is the same asv environment (same name), so it is reused, not rebuilt."""
+    """The asv config dict. Environment names carry only NAMED and --vary packages; the
+    exact pins of everything else are installed per commit by the install step."""
     keras3 = [s for s in stacks.STACKS.values() if s.family == "keras3"]
     names = [s.backend for s in keras3]
     backends = backends or names
     unknown = [b for b in backends if b not in names]
     if unknown:
         raise UsageError(f"unknown backend {unknown[0]!r}; valid: {', '.join(names)}")
-    req = _keras3_req(backends, lean)
-    for name, versions in (vary or {}).items():
-        if name not in req:
-            raise UsageError(f"{name!r} is not pinned in the Keras 3 environment; "
-                             f"valid: {', '.join(req)}")
-        req[name] = versions
+    pinned3 = _keras3_pins(backends, lean)
+    req = _named(pinned3, vary)
+    families = [(keras3[0].python, pinned3, set(req))]
+    includes = []
+    for s in _keras2_stacks() if keras2 else []:
+        pinned2 = _keras2_pins(s)
+        named2 = _named(pinned2)
+        families.append((s.python, pinned2, set(named2)))
+        includes.append({"python": s.python, "req": named2,
+                         "env_nobuild": {"KERAS_BACKEND": s.backend}})
     return {
         "version": 1,
         "project": "kmicro",
@@ -121,9 +143,10 @@ def config(backends=None, vary=None, keras2=True, lean=False) -> dict:
         # Build once per commit without touching the registry; install without resolving.
         "build_command": ["python -m pip wheel --no-deps --no-build-isolation "
                           "-w {build_cache_dir} {build_dir}"],
-        "install_command": ["in-dir={env_dir} python -m pip install --no-deps {wheel_file}"],
+        "install_command": [_install_pins(families),
+                            "in-dir={env_dir} python -m pip install --no-deps {wheel_file}"],
         "matrix": {"req": req, "env_nobuild": {"KERAS_BACKEND": list(backends)}},
-        "include": _keras2_includes() if keras2 else [],
+        "include": includes,
         "benchmark_dir": "benchmarks",
         "env_dir": ".asv/env",
         "results_dir": ".asv/results",

@@ -2,12 +2,15 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 KMICRO = [sys.executable, "-m", "kmicro.cli"]
+# Tests see kmicro as a new user does: no user-defined stacks unless a test adds its own.
+os.environ["KMICRO_CONFIG"] = os.path.join(tempfile.mkdtemp(prefix="kmicro-test-"), "stacks.json")
 
 
 def run_kmicro(*args, env=None, timeout=600):

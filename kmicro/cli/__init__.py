@@ -11,12 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kmicro.cli import attribute, calibrate, compare, diagnose, models, ops, report, stacks
+from kmicro.cli import (attribute, calibrate, compare, diagnose, env, models, ops, report, stack,
+                        stacks)
 from kmicro.core.errors import NothingRan, UsageError
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-COMMANDS = (stacks, ops, models, attribute, diagnose, calibrate, compare, report)
+COMMANDS = (stacks, ops, models, attribute, diagnose, calibrate, compare, report, stack, env)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -21,7 +21,8 @@ __all__ = ["STACKS_HELP", "TRAINING_STACKS_HELP", "JIT_HELP", "QUICK_HELP", "add
            "split", "stacks_to_run", "stacks_and_cases", "run_cases", "run_options",
            "default_json", "results_path", "refuse_missing_gpu", "exit_code"]
 
-STACKS_HELP = f"comma list of {','.join(stacks.STACKS)} (default: installed)"
+STACKS_HELP = (f"comma list of {','.join(stacks.STACKS)} or user stacks "
+               "(default: installed built-in ones)")
 TRAINING_STACKS_HELP = "comma list of stacks (default: installed stacks that train)"
 JIT_HELP = "auto = what a Keras train step does per backend; on/off forces it"
 QUICK_HELP = "fewer samples: smoke runs, not numbers"

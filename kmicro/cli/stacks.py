@@ -3,7 +3,7 @@ this machine's matmul/copy peaks."""
 from __future__ import annotations
 
 from kmicro.cli import common
-from kmicro.core.stacks import STACKS
+from kmicro.core.stacks import all_stacks
 
 __all__ = ["add_parser", "run"]
 
@@ -24,19 +24,27 @@ def run(args) -> int:
 
     console = common.make_console()
     table = Table(title="kmicro stacks")
-    for col in ("stack", "installed", "python", "backend", "versions", "device"):
+    for col in ("stack", "installed", "python", "backend", "versions", "device", "defined by"):
         table.add_column(col)
     options = runner.Options(device=args.device)
-    for s in STACKS.values():
+    for s in all_stacks().values():
         info = runner.probe(s, options) if s.installed else {}
         versions = ", ".join(f"{k} {v}" for k, v in info.get("versions", {}).items())
         device = info.get("error") or f"{info.get('device', '')} ({info.get('device_name', '')})"
-        table.add_row(s.name, "yes" if s.installed else "no (`make env`)",
+        table.add_row(s.name, "yes" if s.installed else f"no ({s.install_hint})",
                       info.get("python", s.python), s.backend, versions,
-                      device if s.installed else "")
+                      device if s.installed else "", _origin(s))
     console.print(table)
     if not args.no_peaks:
         p = peaks.measure()
         console.print(f"machine peaks (NumPy, host CPU): matmul {p['matmul_gflops']:.1f} GFLOP/s "
                       f"(float32), copy {p['copy_gbps']:.1f} GB/s")
     return 0
+
+
+def _origin(stack) -> str:
+    if stack.builtin:
+        return "kmicro"
+    if stack.base:
+        return f"kmicro env, from {stack.base}: {'; '.join(stack.overrides)}"
+    return f"kmicro stack add ({stack.interpreter})"

@@ -1,17 +1,24 @@
 """The stacks: one interpreter + pinned packages + one Keras backend each.
 
-This is kmicro's single declaration of stacks; the Makefile's environments and
-asv.conf.json's matrix must agree with it (tests/test_stacks.py checks).
+The built-in stacks are declared here, once; the Makefile's environments and asv.conf.json's
+matrix must agree with them (tests/test_stacks.py, tests/test_asv.py check). Users add their
+own (`kmicro stack add`, `kmicro env`), stored by kmicro.core.stack_config; every command
+resolves names against both.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kmicro.core import stack_config
 from kmicro.core.errors import UsageError
 
-ROOT = Path(__file__).resolve().parents[2]
+__all__ = ["ROOT", "DEVICES", "JIT", "Stack", "STACKS", "all_stacks", "resolve", "worker_env",
+           "in_checkout", "cache_home", "import_root"]
+
+ROOT = Path(__file__).resolve().parents[2]  # the checkout, when kmicro runs from one
 DEVICES = ("auto", "cpu", "gpu")  # --device: where a stack's work must run
 JIT = ("auto", "on", "off")  # --jit: auto = what a Keras train step does per backend
 
@@ -21,24 +28,38 @@ class Stack:
     name: str
     backend: str  # KERAS_BACKEND
     family: str  # adapter: keras3 | keras2
-    env_dir: str  # virtual environment, relative to the repository root
-    python: str  # interpreter version the environment is built with
-    requirements: str  # pinned requirements file
+    env_dir: str = ""  # built-in: virtual environment, relative to the checkout
+    python: str = ""  # interpreter version
+    requirements: str = ""  # built-in: pinned requirements file, relative to the checkout
     default: bool = True  # part of the default comparison when installed
     backward: bool = True
     env: tuple = field(default=())  # extra environment variables (name, value)
+    executable: str = ""  # user stacks: the interpreter's absolute path
+    base: str = ""  # made by `kmicro env`: the stack it started from...
+    overrides: tuple = field(default=())  # ...the --set values it swapped in...
+    pins: tuple = field(default=())  # ...and every requirement it installed
 
     @property
     def interpreter(self) -> Path:
-        return ROOT / self.env_dir / "bin" / "python"
+        return Path(self.executable) if self.executable else ROOT / self.env_dir / "bin" / "python"
 
     @property
     def installed(self) -> bool:
         return self.interpreter.exists()
 
+    @property
+    def builtin(self) -> bool:
+        return not self.executable
 
-# Theano compiles C per graph: its cache lives in the project so a second run is fast.
-# {cache} is filled in per stack by worker_env. Theano is CPU-only here (no pygpu on PyPI).
+    @property
+    def install_hint(self) -> str:
+        if not self.builtin:
+            return f"its interpreter {self.interpreter} is gone: `kmicro stack remove {self.name}`"
+        return "run `make env`" if self.default else "run `make legacy`"
+
+
+# Theano compiles C per graph: its cache is kept so a second run is fast. {cache} is filled
+# in per stack by worker_env. Theano is CPU-only here (no pygpu on PyPI).
 _THEANO_ENV = (("THEANO_FLAGS", "floatX=float32,device=cpu,blas.ldflags=-lopenblas,"
                                 "compiledir={cache}"),)
 _KERAS3 = dict(family="keras3", env_dir=".venv", python="3.11", requirements="requirements/keras3.txt")
@@ -60,28 +81,76 @@ STACKS = {
 }
 
 
+def from_entry(entry: dict) -> Stack:
+    """A user stack from its stored entry (kmicro.core.stack_config)."""
+    return Stack(entry["name"], entry["backend"], entry["family"], python=entry.get("python", ""),
+                 default=False, backward=entry["backend"] != "numpy",
+                 env=tuple(tuple(kv) for kv in entry.get("env", [])),
+                 executable=entry["executable"], base=entry.get("base", ""),
+                 overrides=tuple(entry.get("overrides", [])), pins=tuple(entry.get("pins", [])))
+
+
+def all_stacks() -> dict:
+    """Built-in stacks, then the user's, by name."""
+    return dict(STACKS, **{e["name"]: from_entry(e) for e in stack_config.load()})
+
+
 def resolve(names=None) -> list:
     """Stacks by name (comma list or iterable); default: every installed default stack."""
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
+    known = all_stacks()
     if not names:
-        return [s for s in STACKS.values() if s.default and s.installed]
-    unknown = [n for n in names if n not in STACKS]
+        return [s for s in known.values() if s.default and s.installed]
+    unknown = [n for n in names if n not in known]
     if unknown:
-        raise UsageError(f"unknown stack {unknown[0]!r}; valid stacks: {', '.join(STACKS)}")
-    return [STACKS[n] for n in names]
+        raise UsageError(f"unknown stack {unknown[0]!r}; valid stacks: {', '.join(known)}")
+    return [known[n] for n in names]
+
+
+def in_checkout() -> bool:
+    """True when kmicro runs from its repository (not from an installed wheel)."""
+    return (ROOT / "pyproject.toml").is_file() and (ROOT / "kmicro" / "core").is_dir()
+
+
+def cache_home() -> Path:
+    if in_checkout():
+        return ROOT / ".cache"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kmicro"
+
+
+def import_root() -> Path:
+    """A directory whose only package is this kmicro: put on a worker's PYTHONPATH, it makes
+    kmicro importable by any interpreter without handing it another environment's packages."""
+    if in_checkout():
+        return ROOT
+    package = Path(__file__).resolve().parents[1]
+    root = cache_home() / "pythonpath" / hashlib.sha1(str(package).encode()).hexdigest()[:12]
+    if not (root / "kmicro").exists():
+        root.mkdir(parents=True, exist_ok=True)
+        try:
+            (root / "kmicro").symlink_to(package, target_is_directory=True)
+        except FileExistsError:
+            pass  # another kmicro process made it first
+    return root
 
 
 def worker_env(stack: Stack, device: str) -> dict:
-    """Environment of a worker process for this stack and device choice."""
+    """Environment of a worker process for this stack and device choice. A stack's own
+    variables win over kmicro's defaults; its PYTHONPATH is put in front, not instead."""
     env = dict(os.environ)
-    cache = ROOT / ".cache" / stack.name
-    env.update({k: v.format(cache=cache) for k, v in stack.env})
     env["KERAS_BACKEND"] = stack.backend
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env["PYTHONPATH"] = _path_join(str(import_root()), env.get("PYTHONPATH", ""))
+    for key, value in stack.env:
+        value = value.replace("{cache}", str(cache_home() / stack.name))
+        env[key] = _path_join(value, env["PYTHONPATH"]) if key == "PYTHONPATH" else value
     if device == "cpu":
         # Hide GPUs so no backend can place work on one.
         env["CUDA_VISIBLE_DEVICES"] = ""
         env["JAX_PLATFORMS"] = "cpu"
     return env
+
+
+def _path_join(first: str, rest: str) -> str:
+    return os.pathsep.join(p for p in (first, rest) if p)

@@ -1,6 +1,6 @@
 """The models kmicro times per epoch, each written once (see graph.py) for every Keras.
 
-Sources: REFERENCE.md (report 000's cifar10_cnn, report 001's cut-down ResNet) and
+Sources: the two user reports (report 000's cifar10_cnn, report 001's cut-down ResNet) and
 Keras' examples/cifar10_resnet.py (ResNet20 v1). Names are result ids: append-only.
 """
 from __future__ import annotations

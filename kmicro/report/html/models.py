@@ -51,7 +51,7 @@ def reference_section() -> str:
             + table(["backend", "with BN", "without BN"], _cells(report_001, 1))
             + "<p class='note'>Evaluation of 10,000 samples: Theano 4 s with BN, 0 s without. "
             "* Keras 2's progress bar printed seconds per sample as '/step'.</p>"
-            "<h3>Earlier measurements on a 2-core CPU machine, no GPU (REFERENCE.md, "
+            "<h3>Earlier measurements on a 2-core CPU machine, no GPU (measured 2026-11-30, "
             "cut-down ResNet, batch 32, ms per training step, noisy)</h3>"
             + table(["stack", "no BN", "BN", "ratio"], _cells(published.CPU_MEASURED, 1))
             + f"<p class='note'>{escape(published.CPU_MEASURED_REPORT_000, quote=False)}</p></div>")

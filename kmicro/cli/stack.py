@@ -1,0 +1,51 @@
+"""`kmicro stack add|remove`: user-defined stacks — any interpreter with Keras and a backend.
+
+Stored in the file `kmicro.core.stack_config.path()` names; every command's --stacks takes them.
+"""
+from __future__ import annotations
+
+import shutil
+
+from kmicro.cli import common
+from kmicro.core import stack_config, user_stacks
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser("stack", help="add or remove a user-defined stack")
+    actions = p.add_subparsers(dest="action", required=True, parser_class=type(p),
+                               metavar="{add,remove}")
+    a = actions.add_parser("add", help="register an interpreter as a stack")
+    a.add_argument("name")
+    a.add_argument("--python", required=True, metavar="PATH",
+                   help="the interpreter (it must import keras and the backend)")
+    a.add_argument("--backend", required=True, help=f"one of {', '.join(user_stacks.BACKENDS)}")
+    a.add_argument("--family", choices=user_stacks.FAMILIES,
+                   help="Keras API family (default: keras2 for theano, else keras3)")
+    a.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                   help="environment variable of the stack's workers (repeatable; wins over "
+                        "kmicro's defaults; PYTHONPATH is prepended)")
+    r = actions.add_parser("remove", help="forget a user-defined stack (and delete the "
+                                          "environment if `kmicro env` made it)")
+    r.add_argument("name")
+    return p
+
+
+def run(args) -> int:
+    console = common.make_console()
+    if args.action == "add":
+        stack = user_stacks.make(args.name, args.python, args.backend, args.family,
+                                 user_stacks.parse_env(args.env))
+        user_stacks.save(stack)
+        console.print(f"added stack {stack.name}: Python {stack.python} at {stack.interpreter}, "
+                      f"KERAS_BACKEND={stack.backend} ({stack.family}); "
+                      f"stored in {stack_config.path()}", soft_wrap=True)
+        return 0
+    stack = user_stacks.remove(args.name)
+    made = user_stacks.made_by_env(stack)
+    if made:
+        shutil.rmtree(made, ignore_errors=True)
+    console.print(f"removed stack {stack.name}" + (f" and its environment {made}" if made else ""),
+                  soft_wrap=True)
+    return 0
