@@ -17,9 +17,11 @@ from kmicro.core.errors import NothingRan, UsageError
 from kmicro.core.stacks import DEVICES, JIT
 
 __all__ = ["STACKS_HELP", "TRAINING_STACKS_HELP", "JIT_HELP", "QUICK_HELP", "add_device_flag",
-           "add_run_flags", "make_console", "warn_if_busy", "progress_lines", "print_op_tables",
-           "split", "stacks_to_run", "stacks_and_cases", "run_cases", "run_options",
-           "default_json", "results_path", "refuse_missing_gpu", "exit_code"]
+           "add_run_flags", "add_case_flags", "make_console", "warn_if_busy", "progress_bar",
+           "progress_lines",
+           "print_op_tables", "split", "stacks_to_run", "stacks_and_cases", "cases_of",
+           "run_cases", "run_options", "default_json", "results_path", "refuse_missing_gpu",
+           "exit_code"]
 
 STACKS_HELP = (f"comma list of {','.join(stacks.STACKS)} or user stacks "
                "(default: installed built-in ones)")
@@ -63,7 +65,7 @@ def warn_if_busy(console):
 
 
 @contextmanager
-def _progress_bar(total):
+def progress_bar(total):
     """Yields the runner's `progress(stack, label)` callback: a bar on an interactive
     terminal, gone when the run ends; None (no output) when stderr is a file or a pipe."""
     if not sys.stderr.isatty():
@@ -85,7 +87,7 @@ def run_cases(chosen, case_list, passes, options, sink, finished=frozenset()):
     """runner.run, with a progress bar while stderr is an interactive terminal."""
     from kmicro.harness import runner
 
-    with _progress_bar(len(chosen) * len(case_list)) as progress:
+    with progress_bar(len(chosen) * len(case_list)) as progress:
         runner.run(chosen, case_list, passes, options, sink, finished, progress=progress)
 
 
@@ -126,10 +128,28 @@ def stacks_to_run(names, train=False) -> list:
     return chosen
 
 
+def add_case_flags(parser):
+    """--ops, --passes, --shapes, --set and --data-format: which layer cases and passes."""
+    parser.add_argument("--ops", help=f"comma list of {','.join(cases.OPS)} (default: all)")
+    parser.add_argument("--passes", default=",".join(cases.PASSES),
+                        help=f"comma list of {','.join(cases.PASSES)}")
+    parser.add_argument("--shapes",
+                        help="N,H,W,C or N,F shapes separated by ';' (replaces the seeds')")
+    parser.add_argument("--set", metavar="KEY=VALUE,...",
+                        help="override layer options, e.g. filters=64,kernel_size=5,pool_size=3")
+    parser.add_argument("--data-format", default="auto", choices=cases.LAYOUTS,
+                        help="auto: channels_last, plus channels_first twins of the BN cases")
+
+
 def stacks_and_cases(args) -> tuple:
     """The stacks of --stacks and the layer cases of --ops, and of --shapes, --set and
     --data-format where the command has them."""
-    chosen = stacks_to_run(args.stacks)
+    return stacks_to_run(args.stacks), cases_of(args)
+
+
+def cases_of(args) -> list:
+    """The layer cases of --ops, and of --shapes, --set and --data-format where the command
+    has them."""
     shapes = cases.parse_shapes(args.shapes) if getattr(args, "shapes", None) else None
     overrides = cases.parse_overrides(args.set) if getattr(args, "set", None) else None
     case_list = cases.select(split(args.ops), getattr(args, "data_format", "auto"),
@@ -137,7 +157,7 @@ def stacks_and_cases(args) -> tuple:
     if not case_list:
         raise UsageError("no case matches these --ops/--shapes (N,H,W,C for spatial layers, "
                          "N,F for dense)")
-    return chosen, case_list
+    return case_list
 
 
 def run_options(args, **fields):

@@ -11,14 +11,7 @@ def add_parser(subparsers):
     p = subparsers.add_parser("ops", help="time single layers on every stack")
     common.add_run_flags(p, "ops", quick_help=common.QUICK_HELP, timeout=300.0,
                          timeout_help="seconds per case (all passes)")
-    p.add_argument("--ops", help=f"comma list of {','.join(cases.OPS)} (default: all)")
-    p.add_argument("--passes", default=",".join(cases.PASSES),
-                   help=f"comma list of {','.join(cases.PASSES)}")
-    p.add_argument("--shapes", help="N,H,W,C or N,F shapes separated by ';' (replaces the seeds')")
-    p.add_argument("--set", metavar="KEY=VALUE,...",
-                   help="override layer options, e.g. filters=64,kernel_size=5,pool_size=3")
-    p.add_argument("--data-format", default="auto", choices=cases.LAYOUTS,
-                   help="auto: channels_last, plus channels_first twins of the BN cases")
+    common.add_case_flags(p)
     p.add_argument("--metric", default="time", choices=("time", "gflops", "gbps"))
     p.add_argument("--resume", action="store_true", help="skip cases already finished in --json")
     return p

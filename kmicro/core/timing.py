@@ -15,7 +15,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["Policy", "Measurement", "first_call", "measure", "bare_loop", "in_turns",
+__all__ = ["Policy", "Measurement", "first_call", "measure", "samples", "bare_loop", "in_turns",
            "per_call", "host_values"]
 
 
@@ -120,6 +120,12 @@ def _loops(call_s, min_sample_s) -> int:
 
 def _done(result: Measurement, elapsed: float) -> bool:
     return result.rel_iqr <= result.policy.target_rel_iqr or elapsed >= result.policy.budget_s
+
+
+def samples(step, sync, loops: int, n: int, clock=time.perf_counter) -> list:
+    """n samples of `loops` synchronised calls each, as mean seconds per call: one short
+    burst of an interleaved A/B round (no warm-up: the pass is already warm)."""
+    return [_timed(step, sync, loops, clock) for _ in range(n)]
 
 
 def bare_loop(step, sync, n: int, clock=time.perf_counter) -> float:

@@ -2,7 +2,7 @@
 
   worker -> {"type": "ready", "info": {...}} | {"type": "fatal", "error": "..."}
   runner -> one JSON job per line, {"kind": KIND, ...} (KIND: op, calibrate, model,
-            attribution, graph; the rest is the kind's payload)
+            attribution, graph, ab; the rest is the kind's payload)
   worker -> {"type": "record", "record": {...}} per result, then {"type": "done"}
 Framework chatter on stdout is redirected to stderr so it cannot corrupt the protocol.
 Runs on every stack's Python (3.7 to 3.11).

@@ -123,7 +123,8 @@ def run_jobs(stack, jobs, options, sink, progress=None, env=None):
     if not jobs:
         return
     if not stack.installed:
-        error = f"stack {stack.name} is not installed (no {stack.interpreter}); run `make env`"
+        error = (f"stack {stack.name} is not installed (no {stack.interpreter}); "
+                 f"{stack.install_hint}")
         _fail_all(stack, jobs, "skipped", error, sink, progress)
         return
     worker = _start(stack, options, env)

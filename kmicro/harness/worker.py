@@ -16,13 +16,13 @@ import time
 from kmicro import backends
 from kmicro.backends.base import DeviceUnavailable
 from kmicro.harness import protocol
-from kmicro.harness.jobs import attribution, calibrate, graph, model, op
+from kmicro.harness.jobs import ab, attribution, calibrate, graph, model, op
 
 __all__ = ["HANDLERS", "main"]
 
 # job kind -> handle(adapter, info, job) yielding the job's records
 HANDLERS = {"op": op.run, "calibrate": calibrate.run, "model": model.run,
-            "attribution": attribution.run, "graph": graph.run}
+            "attribution": attribution.run, "graph": graph.run, "ab": ab.run}
 
 
 def main(argv=None) -> int:
@@ -57,7 +57,8 @@ def _handle(adapter, info, job):
     _inject_fault(job)
     for record in HANDLERS[job["kind"]](adapter, info, job):
         yield record
-    gc.collect()
+    if job["kind"] != ab.KIND:  # an A/B round's bursts are short: no full collection each
+        gc.collect()
 
 
 def _inject_fault(job):

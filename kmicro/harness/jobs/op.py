@@ -11,7 +11,8 @@ from kmicro.backends.base import UnsupportedPass
 from kmicro.core import cases, flops, records, reference, timing
 from kmicro.harness.protocol import Job, message
 
-__all__ = ["KIND", "TOLERANCE", "CaseData", "job", "run", "blank_record", "check"]
+__all__ = ["KIND", "TOLERANCE", "CaseData", "job", "run", "blank_record", "check", "checked",
+           "insist_on_gpu"]
 
 KIND = "op"
 TOLERANCE = {"cpu": 1e-3, "gpu": 1e-2}  # GPU backends may use TF32 for conv/matmul
@@ -51,7 +52,7 @@ def run(adapter, info, job) -> list:
     for pass_name in job["passes"]:
         record = blank_record(info, case, pass_name)
         fields = _run_pass(adapter, case, pass_name, data, policy) if data else failure
-        record.update(_insist_on_gpu(fields, info["requested_device"]))
+        record.update(insist_on_gpu(fields, info["requested_device"]))
         results[pass_name] = record
         gc.collect()
     _derive_backward(results)
@@ -85,27 +86,36 @@ class CaseData:
 
 
 def _run_pass(adapter, case, pass_name, data, policy) -> dict:
+    prepared, fields = checked(adapter, case, pass_name, data)
+    if prepared is None:
+        return fields
+    m = timing.measure(prepared.step, prepared.sync, policy)
+    fields.update(m.summary(), status="ok", compile_s=fields["compile_s"])
+    return fields
+
+
+def checked(adapter, case, pass_name, data) -> tuple:
+    """(the compiled pass, its record fields) when it matches the float64 reference, else
+    (None, fields saying why: unsupported, error or wrong). Compile time is the first call."""
     try:
         prepared = adapter.prepare(case, pass_name, *data)
         out, compile_s = timing.first_call(prepared.step, prepared.sync)
         device = prepared.device_of(out)
         err = check(case, pass_name, data, prepared.outputs(out))
     except UnsupportedPass as exc:
-        return {"status": "unsupported", "error": str(exc)}
+        return None, {"status": "unsupported", "error": str(exc)}
     except Exception as exc:  # noqa: BLE001 - a failing case is a record, not a crash
-        return {"status": "error", "error": message(exc)}
+        return None, {"status": "error", "error": message(exc)}
     fields = {"device": device, "compile_s": compile_s, "max_rel_err": err,
               "tolerance": TOLERANCE[device]}
     if not err <= TOLERANCE[device]:
         fields.update(status="wrong", error=f"max relative error {err:.3g} > {TOLERANCE[device]:g} "
                                             "against the float64 NumPy reference; not timed")
-        return fields
-    m = timing.measure(prepared.step, prepared.sync, policy)
-    fields.update(m.summary(), status="ok", compile_s=compile_s)
-    return fields
+        return None, fields
+    return prepared, fields
 
 
-def _insist_on_gpu(fields, requested) -> dict:
+def insist_on_gpu(fields, requested) -> dict:
     """A pass asked to run on the GPU whose outputs live on the CPU is an error (report 000)."""
     if requested == "gpu" and fields.get("device") == "cpu":
         return dict(fields, status="error", median_s=None, iqr_s=None,

@@ -1,0 +1,201 @@
+"""`kmicro ab`: two stacks compared in interleaved rounds, so drift cannot pose as a change.
+
+Both workers stay alive with every selected pass built, compiled and checked once ("ab" jobs,
+kmicro/harness/jobs/ab.py). Then, round after round, every pass still undecided is timed in
+a short burst on A and on B, in a random order per pass and round, and the paired per-round
+ratios are judged (kmicro/analysis/ab_stats.py). A pass leaves the rounds once its verdict is
+settled; the rounds stop at `max_rounds` or when `budget_s` is spent.
+"""
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from dataclasses import dataclass, field
+
+from kmicro.analysis import ab_stats
+from kmicro.core import cases as cases_mod
+from kmicro.core import records
+from kmicro.harness import runner
+
+__all__ = ["Settings", "run"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    min_effect: float = 0.03  # smaller changes are reported as "same"
+    min_rounds: int = 6  # before any pass may stop early
+    max_rounds: int = 30
+    samples: int = 3  # samples per burst (each >= 5 ms of calls)
+    budget_s: float = 600.0  # for the rounds, all passes together
+    seed: int = 0
+
+
+@dataclass
+class _Pair:
+    """One (case, pass) measured on both sides: its prepare records and per-round times."""
+
+    prepared: tuple  # (record A, record B)
+    times: tuple = field(default_factory=lambda: ([], []))
+
+
+class _Side:
+    """One stack's live worker; restarted (and its cases prepared again) when it fails."""
+
+    def __init__(self, stack, options):
+        self.stack, self.options = stack, options
+        self.prepared = {}  # case id -> prepare payload, to replay after a restart
+        self.worker = self._start()
+
+    def _start(self):
+        worker = runner.Worker(self.stack, self.options)
+        if worker.fatal:
+            worker.close()
+            raise runner.WorkerDied(worker.fatal)
+        return worker
+
+    def call(self, payload) -> list:
+        self.worker.send(payload)
+        out, deadline = [], time.monotonic() + self.options.timeout_s
+        while True:
+            msg = self.worker.read(max(deadline - time.monotonic(), 0.001))
+            if msg["type"] == "done":
+                return out
+            out.append(msg["record"])
+
+    def restart(self, dropped):
+        """A fresh worker with every prepared case but `dropped` compiled again."""
+        self.worker.close()
+        self.prepared.pop(dropped, None)
+        self.worker = self._start()
+        for payload in self.prepared.values():
+            self.call(payload)
+
+    def close(self):
+        self.worker.close()
+
+
+def run(stack_a, stack_b, case_list, passes, options, settings, sink, progress=None) -> list:
+    """Compare every case and pass; `sink(record)` gets each A/B record as it is decided."""
+    sides = []
+    try:
+        sides = [_Side(stack_a, options), _Side(stack_b, options)]
+        pairs = _prepare(sides, case_list, passes, options, sink, progress)
+        _rounds(sides, pairs, settings, sink, progress)
+    except (runner.WorkerDied, runner.WorkerTimeout) as exc:
+        for case in case_list:  # a side that cannot even start: nothing was compared
+            for pass_name in passes:
+                sink(_failed(stack_a, stack_b, case.id, pass_name, "error", str(exc)))
+    finally:
+        for side in sides:
+            side.close()
+
+
+def _prepare(sides, case_list, passes, options, sink, progress) -> dict:
+    pairs = {}
+    for case in case_list:
+        payload = {"kind": "ab", "task": "prepare", "case": cases_mod.case_to_dict(case),
+                   "passes": list(passes), "seed": options.seed}
+        got = []
+        for side in sides:
+            try:
+                got.append(side.call(payload))
+                side.prepared[case.id] = payload
+            except (runner.WorkerDied, runner.WorkerTimeout) as exc:
+                side.restart(case.id)
+                got.append([{"pass": p, "status": "error", "error": str(exc)} for p in passes])
+        for rec_a, rec_b in zip(*got):
+            if rec_a["status"] == rec_b["status"] == "ok":
+                pairs[(case.id, rec_a["pass"])] = _Pair((rec_a, rec_b))
+            else:
+                sink(_unmeasured(sides, case.id, rec_a, rec_b))
+        if progress:
+            progress("prepare", case.id)
+    return pairs
+
+
+def _rounds(sides, pairs, settings, sink, progress):
+    rng = random.Random(settings.seed)
+    active, started = list(pairs), time.monotonic()
+    for done in range(1, settings.max_rounds + 1):
+        rng.shuffle(active)
+        for key in list(active):
+            if not _time_pair(sides, key, pairs[key], settings, rng):
+                active.remove(key)
+                sink(_unmeasured(sides, key[0], *pairs.pop(key).prepared))
+        if done >= settings.min_rounds:
+            for key in [k for k in active if _judge(pairs[k], settings).settled(
+                    settings.min_effect)]:
+                active.remove(key)
+                sink(_record(sides, key, pairs.pop(key), settings))
+        if progress:
+            progress("round", f"{done}: {len(active)} undecided")
+        if not active or time.monotonic() - started > settings.budget_s:
+            break
+    for key in active:
+        sink(_record(sides, key, pairs.pop(key), settings))
+
+
+def _time_pair(sides, key, pair, settings, rng) -> bool:
+    """One burst on each side, in a random order; False when a side failed (it restarts)."""
+    order = [0, 1] if rng.random() < 0.5 else [1, 0]
+    task = {"kind": "ab", "task": "time", "case_id": key[0], "pass": key[1],
+            "samples": settings.samples}
+    for i in order:
+        try:
+            (burst,) = sides[i].call(task)
+        except (runner.WorkerDied, runner.WorkerTimeout) as exc:
+            sides[i].restart(key[0])
+            pair.prepared[i].update(status="error", error=str(exc))
+            return False
+        pair.times[i].append(statistics.median(burst["samples"]))
+    return True
+
+
+def _judge(pair, settings) -> ab_stats.Comparison:
+    return ab_stats.compare(pair.times[0], pair.times[1], settings.seed)
+
+
+def _base(sides, case_id, pass_name, rec_a, rec_b) -> dict:
+    info = dict(stack=f"{sides[0].stack.name} vs {sides[1].stack.name}",
+                backend=rec_b.get("backend"), versions=rec_b.get("versions", {}),
+                python=rec_b.get("python"), device=rec_b.get("device"),
+                device_name=rec_b.get("device_name"), jit=rec_b.get("jit"))
+    return records.new(
+        "ab", info, case_id, pass_name, stack_a=sides[0].stack.name,
+        stack_b=sides[1].stack.name, versions_a=rec_a.get("versions", {}),
+        versions_b=rec_b.get("versions", {}), device_a=rec_a.get("device"),
+        device_b=rec_b.get("device"), op=rec_b.get("op"), input_shape=rec_b.get("input_shape"),
+        data_format=rec_b.get("data_format"), median_a_s=None, median_b_s=None, ratio=None,
+        ci_low=None, ci_high=None, verdict=None, mde=None, rounds=0)
+
+
+def _record(sides, key, pair, settings) -> dict:
+    judged = _judge(pair, settings)
+    record = _base(sides, key[0], key[1], *pair.prepared)
+    a, b = (statistics.median(t) for t in pair.times)
+    record.update(status="ok", median_a_s=a, median_b_s=b, median_s=b, ratio=judged.ratio,
+                  ci_low=judged.ci_low, ci_high=judged.ci_high, mde=judged.mde,
+                  verdict=judged.verdict(settings.min_effect), rounds=judged.rounds,
+                  min_effect=settings.min_effect,
+                  max_rel_err=max(r["max_rel_err"] for r in pair.prepared),
+                  compile_s=pair.prepared[1]["compile_s"], times_a_s=pair.times[0],
+                  times_b_s=pair.times[1])
+    return record
+
+
+def _unmeasured(sides, case_id, rec_a, rec_b) -> dict:
+    """A pass not compared: the status of the side that could not run it (A's first)."""
+    bad = rec_a if rec_a["status"] != "ok" else rec_b
+    side = sides[0] if bad is rec_a else sides[1]
+    record = _base(sides, case_id, rec_a["pass"], rec_a, rec_b)
+    record.update(status=bad["status"], verdict=bad["status"],
+                  error=f"{side.stack.name}: {bad.get('error')}")
+    return record
+
+
+def _failed(stack_a, stack_b, case_id, pass_name, status, error) -> dict:
+    info = {"stack": f"{stack_a.name} vs {stack_b.name}"}
+    return records.new("ab", info, case_id, pass_name, stack_a=stack_a.name,
+                       stack_b=stack_b.name, status=status, verdict=status, error=error,
+                       rounds=0)

@@ -1,0 +1,64 @@
+"""`kmicro ab STACK_A STACK_B`: is B slower than A? Interleaved rounds, paired ratios, a verdict.
+
+The same stack twice is an A/A run: how often this machine's noise alone is called a change.
+"""
+from __future__ import annotations
+
+from kmicro.cli import common
+from kmicro.core import cases
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser("ab", help="compare two stacks in interleaved rounds: ratio B/A, "
+                                         "95% CI, slower/faster/same")
+    p.add_argument("stack_a", metavar="STACK_A", help="the reference (e.g. the older version)")
+    p.add_argument("stack_b", metavar="STACK_B", help="the candidate; ratios are B/A")
+    common.add_case_flags(p)
+    common.add_device_flag(p)
+    p.add_argument("--jit", choices=common.JIT, default="auto", help=common.JIT_HELP)
+    p.add_argument("--min-effect", type=float, default=0.03,
+                   help="smallest change worth reporting, as a fraction (default 0.03)")
+    p.add_argument("--rounds", type=int, default=30, help="most rounds (default 30)")
+    p.add_argument("--min-rounds", type=int, default=6,
+                   help="rounds before a pass may stop early (default 6)")
+    p.add_argument("--budget", type=float, default=600.0,
+                   help="seconds for the rounds, all passes together (default 600)")
+    p.add_argument("--seed", type=int, default=0, help="order of the rounds, bootstrap")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds per worker task (compiling a case's passes, one burst)")
+    p.add_argument("--json", help="results file (default: results/ab-<time>.json)")
+    return p
+
+
+def run(args) -> int:
+    from kmicro.analysis import ab
+    from kmicro.core import records, stacks
+    from kmicro.core.errors import UsageError
+    from kmicro.report import ab_tables, tables
+
+    stack_a, stack_b = stacks.resolve([args.stack_a, args.stack_b])
+    missing = [s for s in (stack_a, stack_b) if not s.installed]
+    if missing:
+        raise UsageError(f"stack {missing[0].name} is not installed; {missing[0].install_hint}")
+    if not (0 <= args.min_effect < 1) or args.min_rounds < 2 or args.rounds < args.min_rounds:
+        raise UsageError("expected 0 <= --min-effect < 1 and 2 <= --min-rounds <= --rounds")
+    case_list = common.cases_of(args)
+    passes = cases.with_passes(common.split(args.passes))
+    settings = ab.Settings(min_effect=args.min_effect, min_rounds=args.min_rounds,
+                           max_rounds=args.rounds, budget_s=args.budget, seed=args.seed)
+    console = common.make_console()
+    common.warn_if_busy(console)
+    path = common.results_path(args)
+    out = records.ResultsFile(path)
+    with common.progress_bar(len(case_list) + settings.max_rounds) as progress:
+        ab.run(stack_a, stack_b, case_list, passes,
+               common.run_options(args, timeout_s=args.timeout), settings, out.append, progress)
+    common.refuse_missing_gpu(out.records, args.device)
+    console.print(ab_tables.ab_table(out.records))
+    console.print(ab_tables.summary(out.records), soft_wrap=True)
+    for line in tables.problems(out.records):
+        console.print(f"[yellow]![/yellow] {line}", soft_wrap=True)
+    console.print(f"results: {path} ({tables.status_counts(out.records)})")
+    return common.exit_code(out.records)

@@ -1,0 +1,52 @@
+"""Terminal table of `kmicro ab` records: one row per case and pass, largest effect first."""
+from __future__ import annotations
+
+import math
+import statistics
+
+from rich.table import Table
+
+from kmicro.report.tables import PASS_LABELS, format_time, short_case
+
+__all__ = ["VERDICT_STYLE", "by_effect", "ab_table", "summary"]
+
+VERDICT_STYLE = {"slower": "bold red", "faster": "bold green", "same": ""}
+
+
+def by_effect(records) -> list:
+    """Measured records, largest |log ratio| first, then what could not be compared."""
+    measured = [r for r in records if r["status"] == "ok"]
+    others = [r for r in records if r["status"] != "ok"]
+    return sorted(measured, key=lambda r: -abs(math.log(r["ratio"]))) + others
+
+
+def ab_table(records) -> Table:
+    first = records[0]
+    table = Table(title=f"{first['stack_b']} vs {first['stack_a']}: ratio B/A of paired "
+                        f"interleaved rounds, 95% CI, min effect {first.get('min_effect', 0):.0%}")
+    for col in ("case", "pass", first["stack_a"], first["stack_b"], "B/A", "95% CI", "verdict",
+                "MDE", "rounds"):
+        table.add_column(col, justify="left" if col in ("case", "pass", "verdict") else "right")
+    for r in by_effect(records):
+        label = f"{r.get('op') or ''} {short_case(r['case'])}".strip()
+        pass_label = PASS_LABELS.get(r["pass"], r["pass"])
+        if r["status"] != "ok":
+            table.add_row(label, pass_label, "", "", "", "", r["status"], "", "")
+            continue
+        style = VERDICT_STYLE[r["verdict"]]
+        table.add_row(label, pass_label, format_time(r["median_a_s"]), format_time(r["median_b_s"]),
+                      f"{r['ratio']:.3f}", f"{r['ci_low']:.3f}-{r['ci_high']:.3f}",
+                      f"[{style}]{r['verdict']}[/{style}]" if style else r["verdict"],
+                      f"{r['mde']:.1%}", str(r["rounds"]))
+    return table
+
+
+def summary(records) -> str:
+    measured = [r for r in records if r["status"] == "ok"]
+    counts = {v: sum(r["verdict"] == v for r in measured) for v in ("slower", "faster", "same")}
+    text = ", ".join(f"{n} {v}" for v, n in counts.items())
+    if measured:
+        text += (f"; median minimum detectable effect {statistics.median(r['mde'] for r in measured):.1%}"
+                 f" over {len(measured)} passes")
+    failed = len(records) - len(measured)
+    return text + (f"; {failed} not compared (see below)" if failed else "")
