@@ -27,8 +27,9 @@ class Settings:
     min_rounds: int = 6  # before any pass may stop early
     max_rounds: int = 30
     samples: int = 3  # samples per burst (each >= 5 ms of calls)
+    processes: int = 3  # pairs of workers the rounds are split over, one pair after another
     budget_s: float = 600.0  # for the rounds, all passes together
-    seed: int = 0
+    seed: int = 0  # the order of passes and sides in every round
 
 
 @dataclass
@@ -76,26 +77,47 @@ class _Side:
 
 
 def run(stack_a, stack_b, case_list, passes, options, settings, sink, progress=None) -> list:
-    """Compare every case and pass; `sink(record)` gets each A/B record as it is decided."""
+    """Compare every case and pass; `sink(record)` gets each A/B record as it is decided.
+
+    The rounds are split over `settings.processes` pairs of workers in turn: a process's own
+    speed (where its code and data landed in memory) differs from the next one's by a few
+    per cent, so the rounds must sample processes too, not one pair's bias (as pyperf does)."""
+    rng, clock = random.Random(settings.seed), time.monotonic()
+    pairs, done = None, 0
+    per_process = -(-settings.max_rounds // settings.processes)
     sides = []
     try:
-        sides = [_Side(stack_a, options), _Side(stack_b, options)]
-        pairs = _prepare(sides, case_list, passes, options, sink, progress)
-        _rounds(sides, pairs, settings, sink, progress)
+        for _ in range(settings.processes):
+            sides = [_Side(stack_a, options), _Side(stack_b, options)]
+            pairs = _prepare(sides, case_list, passes, options, sink, progress, pairs)
+            done = _rounds(sides, pairs, settings, sink, progress, rng, done,
+                           done + per_process, clock)
+            for side in sides:
+                side.close()
+            if not pairs or time.monotonic() - clock > settings.budget_s:
+                break
+        for key in list(pairs):
+            sink(_record(sides, key, pairs.pop(key), settings.min_effect))
     except (runner.WorkerDied, runner.WorkerTimeout) as exc:
         for case in case_list:  # a side that cannot even start: nothing was compared
             for pass_name in passes:
-                sink(_failed(stack_a, stack_b, case.id, pass_name, "error", str(exc)))
+                if pairs is None or any(k == (case.id, pass_name) for k in pairs):
+                    sink(_failed(stack_a, stack_b, case.id, pass_name, "error", str(exc)))
     finally:
         for side in sides:
             side.close()
 
 
-def _prepare(sides, case_list, passes, options, sink, progress) -> dict:
-    pairs = {}
+def _prepare(sides, case_list, passes, options, sink, progress, pairs=None) -> dict:
+    """Compile and check every pass on both sides; the first time (`pairs` None) for every
+    case, later only for the passes still undecided in `pairs`, which keep their records."""
+    fresh = {}
     for case in case_list:
+        wanted = [p for p in passes if pairs is None or (case.id, p) in pairs]
+        if not wanted:
+            continue
         payload = {"kind": "ab", "task": "prepare", "case": cases_mod.case_to_dict(case),
-                   "passes": list(passes), "seed": options.seed}
+                   "passes": wanted, "seed": options.seed}
         got = []
         for side in sides:
             try:
@@ -103,37 +125,46 @@ def _prepare(sides, case_list, passes, options, sink, progress) -> dict:
                 side.prepared[case.id] = payload
             except (runner.WorkerDied, runner.WorkerTimeout) as exc:
                 side.restart(case.id)
-                got.append([{"pass": p, "status": "error", "error": str(exc)} for p in passes])
+                got.append([{"pass": p, "status": "error", "error": str(exc)} for p in wanted])
         for rec_a, rec_b in zip(*got):
+            key = (case.id, rec_a["pass"])
             if rec_a["status"] == rec_b["status"] == "ok":
-                pairs[(case.id, rec_a["pass"])] = _Pair((rec_a, rec_b))
+                fresh[key] = pairs.pop(key) if pairs else _Pair((rec_a, rec_b))
             else:
+                if pairs:
+                    pairs.pop(key)
                 sink(_unmeasured(sides, case.id, rec_a, rec_b))
-        if progress:
+        if progress and pairs is None:
             progress("prepare", case.id)
-    return pairs
+    return fresh
 
 
-def _rounds(sides, pairs, settings, sink, progress):
-    rng = random.Random(settings.seed)
-    active, started = list(pairs), time.monotonic()
-    for done in range(1, settings.max_rounds + 1):
+def _rounds(sides, pairs, settings, sink, progress, rng, done, until, clock) -> int:
+    """Rounds `done`+1 .. `until` over the undecided passes; returns the last round run."""
+    active = list(pairs)
+    while done < min(until, settings.max_rounds) and active:
+        done += 1
         rng.shuffle(active)
         for key in list(active):
             if not _time_pair(sides, key, pairs[key], settings, rng):
                 active.remove(key)
                 sink(_unmeasured(sides, key[0], *pairs.pop(key).prepared))
-        if done >= settings.min_rounds:
-            for key in [k for k in active if _judge(pairs[k], settings).settled(
-                    settings.min_effect)]:
+        if done >= max(settings.min_rounds, first_process_done(settings) + 1):
+            for key in [k for k in active if _judge(pairs[k], ab_stats.EARLY_CONFIDENCE)
+                        .settled(settings.min_effect)]:
                 active.remove(key)
-                sink(_record(sides, key, pairs.pop(key), settings))
+                sink(_record(sides, key, pairs.pop(key), settings.min_effect))
         if progress:
             progress("round", f"{done}: {len(active)} undecided")
-        if not active or time.monotonic() - started > settings.budget_s:
+        if time.monotonic() - clock > settings.budget_s:
             break
-    for key in active:
-        sink(_record(sides, key, pairs.pop(key), settings))
+    return done
+
+
+def first_process_done(settings) -> int:
+    """Rounds the first worker pair runs; no pass stops before a second pair has timed it
+    (one pair's bias would otherwise settle a verdict)."""
+    return -(-settings.max_rounds // settings.processes) if settings.processes > 1 else 0
 
 
 def _time_pair(sides, key, pair, settings, rng) -> bool:
@@ -152,8 +183,8 @@ def _time_pair(sides, key, pair, settings, rng) -> bool:
     return True
 
 
-def _judge(pair, settings) -> ab_stats.Comparison:
-    return ab_stats.compare(pair.times[0], pair.times[1], settings.seed)
+def _judge(pair, confidence=ab_stats.CONFIDENCE) -> ab_stats.Comparison:
+    return ab_stats.compare(pair.times[0], pair.times[1], confidence)
 
 
 def _base(sides, case_id, pass_name, rec_a, rec_b) -> dict:
@@ -170,14 +201,14 @@ def _base(sides, case_id, pass_name, rec_a, rec_b) -> dict:
         ci_low=None, ci_high=None, verdict=None, mde=None, rounds=0)
 
 
-def _record(sides, key, pair, settings) -> dict:
-    judged = _judge(pair, settings)
+def _record(sides, key, pair, min_effect) -> dict:
+    judged = _judge(pair)
     record = _base(sides, key[0], key[1], *pair.prepared)
     a, b = (statistics.median(t) for t in pair.times)
     record.update(status="ok", median_a_s=a, median_b_s=b, median_s=b, ratio=judged.ratio,
                   ci_low=judged.ci_low, ci_high=judged.ci_high, mde=judged.mde,
-                  verdict=judged.verdict(settings.min_effect), rounds=judged.rounds,
-                  min_effect=settings.min_effect,
+                  verdict=judged.verdict(min_effect), rounds=judged.rounds,
+                  min_effect=min_effect,
                   max_rel_err=max(r["max_rel_err"] for r in pair.prepared),
                   compile_s=pair.prepared[1]["compile_s"], times_a_s=pair.times[0],
                   times_b_s=pair.times[1])

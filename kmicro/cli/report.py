@@ -37,4 +37,12 @@ def run(args) -> int:
     if model_records:
         console.print(models_table.measured_table(model_records))
         console.print(models_table.caption(model_records))
+    ab_records = [r for r in records if kind_of(r) == "ab"]
+    pairs = dict.fromkeys((r["stack_a"], r["stack_b"]) for r in ab_records)
+    for pair in pairs:
+        from kmicro.report import ab_tables
+
+        mine = [r for r in ab_records if (r["stack_a"], r["stack_b"]) == pair]
+        console.print(ab_tables.ab_table(mine))
+        console.print(ab_tables.summary(mine), soft_wrap=True)
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +51,12 @@ class Stack:
     @property
     def builtin(self) -> bool:
         return not self.executable
+
+    @property
+    def own_kmicro(self) -> bool:
+        """Made with kmicro itself swapped in (bisecting kmicro): its workers run that kmicro,
+        not the one on the worker PYTHONPATH."""
+        return any(re.split(r"[=@]", o)[0].lower() == "kmicro" for o in self.overrides)
 
     @property
     def install_hint(self) -> str:
@@ -141,10 +148,11 @@ def worker_env(stack: Stack, device: str) -> dict:
     env = dict(os.environ)
     env["KERAS_BACKEND"] = stack.backend
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env["PYTHONPATH"] = _path_join(str(import_root()), env.get("PYTHONPATH", ""))
+    if not stack.own_kmicro:
+        env["PYTHONPATH"] = _path_join(str(import_root()), env.get("PYTHONPATH", ""))
     for key, value in stack.env:
         value = value.replace("{cache}", str(cache_home() / stack.name))
-        env[key] = _path_join(value, env["PYTHONPATH"]) if key == "PYTHONPATH" else value
+        env[key] = _path_join(value, env.get(key, "")) if key == "PYTHONPATH" else value
     if device == "cpu":
         # Hide GPUs so no backend can place work on one.
         env["CUDA_VISIBLE_DEVICES"] = ""

@@ -12,7 +12,7 @@ __all__ = ["SECTION_KINDS", "group", "kind", "load"]
 
 kind = records.kind_of
 # Kinds with a section of their own, in page order; records of any other kind go to "other".
-SECTION_KINDS = ("op", "model", "attribution", "diagnose", "other")
+SECTION_KINDS = ("op", "model", "attribution", "diagnose", "ab", "other")
 
 
 def load(paths) -> list:

@@ -5,7 +5,7 @@ import time
 from html import escape
 from pathlib import Path
 
-from kmicro.report.html import attribution, environment, findings, models, ops
+from kmicro.report.html import ab, attribution, environment, findings, models, ops
 from kmicro.report.html.loading import group
 from kmicro.report.html.markup import cell, table
 from kmicro.report.tables import status_counts
@@ -31,7 +31,8 @@ nav a{margin-right:12px}
 # (anchor, link text, kind the section shows; None: always there)
 NAV = (("summary", "summary", None), ("ops", "layers", "op"), ("plots", "plots", "op"),
        ("models", "models", "model"), ("attribution", "attribution", "attribution"),
-       ("diagnose", "diagnose", "diagnose"), ("environment", "environment", None),
+       ("diagnose", "diagnose", "diagnose"), ("ab", "A/B", "ab"),
+       ("environment", "environment", None),
        ("reference", "reference", None))
 
 
@@ -44,7 +45,7 @@ def render(records, peaks=None) -> str:
     body = (_summary(groups, records) + ops.section(groups["op"])
             + ops.plots_section(groups["op"], peaks) + models.section(groups["model"])
             + attribution.section(groups["attribution"])
-            + findings.diagnose_section(groups["diagnose"])
+            + findings.diagnose_section(groups["diagnose"]) + ab.section(groups["ab"])
             + findings.other_section(groups["other"])
             + environment.section(records) + models.reference_section())
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"

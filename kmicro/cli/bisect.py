@@ -1,0 +1,81 @@
+"""`kmicro bisect`: which commit of a package made one layer pass slower — or "no change".
+
+    kmicro bisect --repo ~/src/keras --good v3.14.0 --bad v3.15.0 --from jax --package keras \\
+                  --case 'batchnorm()@32x32x32x16/cl' --pass forward
+"""
+from __future__ import annotations
+
+import sys
+
+from kmicro.cli import common
+from kmicro.core import cases
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser("bisect", help="find the commit of a package that slowed a pass "
+                                             "(each step an interleaved A/B against the good end)")
+    p.add_argument("--repo", required=True, metavar="PATH", help="git checkout of the package")
+    p.add_argument("--good", required=True, metavar="REV")
+    p.add_argument("--bad", required=True, metavar="REV")
+    p.add_argument("--from", dest="base", required=True, metavar="STACK",
+                   help="the stack whose pins and backend every tested commit gets")
+    p.add_argument("--package", required=True, help="the package the repository builds")
+    p.add_argument("--case", required=True, metavar="ID",
+                   help="a catalog case id, e.g. 'batchnorm()@32x32x32x16/cl'")
+    p.add_argument("--pass", dest="pass_name", default="forward", choices=cases.PASSES)
+    p.add_argument("--min-effect", type=float, default=0.03,
+                   help="smallest slowdown worth finding, as a fraction (default 0.03)")
+    p.add_argument("--rounds", type=int, default=30, help="most rounds per comparison")
+    common.add_device_flag(p)
+    p.add_argument("--json", help="results file (default: results/bisect-<time>.json)")
+    return p
+
+
+def run(args) -> int:
+    from kmicro.analysis import ab, bisect
+    from kmicro.core import records
+    from kmicro.core.errors import UsageError
+
+    catalog = {c.id: c for c in cases.select(data_format="both")}
+    if args.case not in catalog:
+        raise UsageError(f"unknown case {args.case!r}; valid: catalog ids such as "
+                         + ", ".join(list(catalog)[:3]) + " (kmicro ops --json lists them)")
+    settings = ab.Settings(min_effect=args.min_effect, max_rounds=args.rounds)
+    out = records.ResultsFile(common.results_path(args))
+    result = bisect.run(args.repo, args.good, args.bad, args.base, args.package,
+                        catalog[args.case], args.pass_name,
+                        common.run_options(args, timeout_s=300.0), settings,
+                        lambda text: print(f"kmicro bisect: {text}", file=sys.stderr, flush=True))
+    for _, record in result.tested:
+        out.append(record)
+    console = common.make_console()
+    console.print(_table(result))
+    if result.ends_differ:
+        slow = next(r for c, r in result.tested if c == result.first_slow)
+        console.print(f"first slow commit: {result.first_slow.sha[:10]} "
+                      f"{result.first_slow.subject} (ratio {slow['ratio']:.3f}, 95% CI "
+                      f"{slow['ci_low']:.3f}-{slow['ci_high']:.3f} against {result.good.sha[:10]})",
+                      soft_wrap=True)
+    else:
+        end = result.tested[0][1]
+        console.print(f"no significant change between {result.good.sha[:10]} and "
+                      f"{result.bad.sha[:10]}: ratio {end['ratio']:.3f}, 95% CI "
+                      f"{end['ci_low']:.3f}-{end['ci_high']:.3f}, minimum effect "
+                      f"{args.min_effect:.0%}; no commit named", soft_wrap=True)
+    console.print(f"results: {out.path}")
+    return 0
+
+
+def _table(result):
+    from rich.table import Table
+
+    table = Table(title=f"every tested commit against good {result.good.sha[:10]} "
+                        f"({result.good.subject[:40]})")
+    for col in ("commit", "subject", "B/A", "95% CI", "verdict", "rounds"):
+        table.add_column(col, justify="right" if col in ("B/A", "95% CI", "rounds") else "left")
+    for commit, r in result.tested:
+        table.add_row(commit.sha[:10], commit.subject[:50], f"{r['ratio']:.3f}",
+                      f"{r['ci_low']:.3f}-{r['ci_high']:.3f}", r["verdict"], str(r["rounds"]))
+    return table

@@ -1,0 +1,128 @@
+"""kmicro ab: paired statistics on known data, and real interleaved runs on real stacks.
+
+The planted slowdown is real Keras code running slower: a stack identical to numpy except that
+a sitecustomize on its PYTHONPATH makes Dense.call compute its output twice.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import KMICRO, ROOT, load
+
+from kmicro.analysis import ab_stats
+
+DENSE = ("--ops", "dense", "--passes", "forward", "--shapes", "32,512")
+FAST = ("--rounds", "10", "--min-rounds", "5")
+PLANT = """
+import os
+if os.environ.get("KERAS_BACKEND"):  # only kmicro's workers: they set it before starting
+    import keras
+
+    _call = keras.layers.Dense.call
+
+    def _twice(self, inputs, *args, **kwargs):
+        _call(self, inputs, *args, **kwargs)  # planted by tests/test_ab.py: twice the work
+        return _call(self, inputs, *args, **kwargs)
+
+    keras.layers.Dense.call = _twice
+"""
+
+
+def test_identical_rounds_are_the_same():
+    a = [1e-3, 1.1e-3, 0.9e-3, 1.2e-3, 1e-3, 1.05e-3]
+    same = ab_stats.compare(a, a)
+    assert same.ratio == 1 and same.ci_low == same.ci_high == 1 and same.verdict(0.03) == "same"
+    assert same.settled(0.03) and same.mde == 0
+
+
+def test_a_paired_slowdown_under_drift_is_found():
+    rng = np.random.default_rng(1)
+    drift = np.exp(rng.normal(0, 0.3, 20))  # the machine's speed, shared within a round
+    a = 1e-3 * drift * np.exp(rng.normal(0, 0.01, 20))
+    b = 1.1e-3 * drift * np.exp(rng.normal(0, 0.01, 20))
+    judged = ab_stats.compare(a, b)
+    assert 1.05 < judged.ratio < 1.15 and judged.ci_low > 1
+    assert judged.verdict(0.03) == "slower" and judged.settled(0.03)
+    assert ab_stats.compare(b, a).verdict(0.03) == "faster"
+    assert judged.verdict(0.2) == "same"  # real, but smaller than the user cares about
+
+
+def test_noise_only_is_not_settled_early():
+    rng = np.random.default_rng(2)
+    a, b = np.exp(rng.normal(0, 0.1, (2, 6)))
+    judged = ab_stats.compare(a, b)
+    assert judged.ci_low < 1 < judged.ci_high and not judged.settled(0.03)
+
+
+def kmicro(*args, env=None):
+    return subprocess.run([*KMICRO, *args], capture_output=True, text=True, cwd=ROOT,
+                          env=dict(os.environ, **(env or {})), timeout=900)
+
+
+def test_a_a_run_writes_contract_records(tmp_path):
+    out = tmp_path / "aa.json"
+    p = kmicro("ab", "numpy", "numpy", *DENSE, *FAST, "--min-effect", "0.25", "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    (r,) = load(out)
+    for field in ("stack_a", "stack_b", "case", "pass", "median_a_s", "median_b_s", "ratio",
+                  "ci_low", "ci_high", "verdict", "mde", "rounds"):
+        assert r[field] is not None, field
+    assert r["kind"] == "ab" and r["stack_a"] == r["stack_b"] == "numpy"
+    assert r["verdict"] == "same" and r["ci_low"] <= r["ratio"] <= r["ci_high"]
+    assert 5 <= r["rounds"] <= 10 and len(r["times_a_s"]) == r["rounds"]
+    assert "numpy vs numpy" in p.stdout and "1 same" in p.stdout
+
+
+@pytest.fixture
+def slow_numpy(tmp_path):
+    """A user stack: the numpy stack with Dense.call doing its work twice."""
+    plant = tmp_path / "plant"
+    plant.mkdir()
+    (plant / "sitecustomize.py").write_text(PLANT)
+    p = kmicro("stack", "add", "slow-numpy", "--python", sys.executable, "--backend", "numpy",
+               "--env", f"PYTHONPATH={plant}")
+    assert p.returncode == 0, p.stderr
+    yield "slow-numpy"
+    kmicro("stack", "remove", "slow-numpy")
+
+
+def test_a_planted_slowdown_is_slower_and_its_reverse_faster(slow_numpy, tmp_path):
+    out = tmp_path / "ab.json"
+    p = kmicro("ab", "numpy", slow_numpy, *DENSE, *FAST, "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    (r,) = load(out)
+    assert r["verdict"] == "slower" and r["ci_low"] > 1.3, r
+    back = kmicro("ab", slow_numpy, "numpy", *DENSE, *FAST, "--json", str(out))
+    assert back.returncode == 0 and load(out)[0]["verdict"] == "faster", back.stdout
+
+
+def test_a_case_one_side_cannot_run_is_a_record_saying_why(tmp_path):
+    out = tmp_path / "ab.json"
+    p = kmicro("ab", "numpy", "jax", "--ops", "dense", "--passes", "forward,backward",
+               "--shapes", "4,8", *FAST, "--min-effect", "0.5", "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    by_pass = {r["pass"]: r for r in load(out)}
+    assert by_pass["backward"]["status"] == by_pass["backward"]["verdict"] == "unsupported"
+    assert by_pass["backward"]["error"].startswith("numpy: ")
+    assert by_pass["forward"]["status"] == "ok"
+
+
+@pytest.mark.parametrize("args, text", [
+    (["ab", "jax", "nosuch"], "valid stacks"),
+    (["ab", "jax", "jax", "--min-effect", "2"], "--min-effect"),
+    (["ab", "jax", "jax", "--ops", "conv3d"], "valid ops"),
+])
+def test_bad_input_is_one_line_exit_2(args, text):
+    p = kmicro(*args)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and text in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
+@pytest.mark.skipif((ROOT / ".envs" / "tf1" / "bin" / "python").exists(),
+                    reason="tf1 is installed here")
+def test_a_stack_that_is_not_installed_says_how_to_install_it():
+    p = kmicro("ab", "jax", "tf1")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "make legacy" in p.stderr
