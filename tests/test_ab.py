@@ -15,6 +15,11 @@ from conftest import KMICRO, ROOT, load
 from kmicro.analysis import ab_stats
 
 DENSE = ("--ops", "dense", "--passes", "forward", "--shapes", "32,512")
+CASE = "dense(units=10)@32x512"  # one of the three Dense cases at that shape
+
+
+def the_case(path):
+    return next(r for r in load(path) if r["case"] == CASE)
 FAST = ("--rounds", "10", "--min-rounds", "5")
 PLANT = """
 import os
@@ -66,14 +71,14 @@ def test_a_a_run_writes_contract_records(tmp_path):
     out = tmp_path / "aa.json"
     p = kmicro("ab", "numpy", "numpy", *DENSE, *FAST, "--min-effect", "0.25", "--json", str(out))
     assert p.returncode == 0, p.stderr
-    (r,) = load(out)
+    r = the_case(out)
     for field in ("stack_a", "stack_b", "case", "pass", "median_a_s", "median_b_s", "ratio",
                   "ci_low", "ci_high", "verdict", "mde", "rounds"):
         assert r[field] is not None, field
     assert r["kind"] == "ab" and r["stack_a"] == r["stack_b"] == "numpy"
     assert r["verdict"] == "same" and r["ci_low"] <= r["ratio"] <= r["ci_high"]
     assert 5 <= r["rounds"] <= 10 and len(r["times_a_s"]) == r["rounds"]
-    assert "numpy vs numpy" in p.stdout and "1 same" in p.stdout
+    assert "numpy vs numpy" in p.stdout and "3 same" in p.stdout
 
 
 @pytest.fixture
@@ -93,10 +98,10 @@ def test_a_planted_slowdown_is_slower_and_its_reverse_faster(slow_numpy, tmp_pat
     out = tmp_path / "ab.json"
     p = kmicro("ab", "numpy", slow_numpy, *DENSE, *FAST, "--json", str(out))
     assert p.returncode == 0, p.stderr
-    (r,) = load(out)
+    r = the_case(out)
     assert r["verdict"] == "slower" and r["ci_low"] > 1.3, r
     back = kmicro("ab", slow_numpy, "numpy", *DENSE, *FAST, "--json", str(out))
-    assert back.returncode == 0 and load(out)[0]["verdict"] == "faster", back.stdout
+    assert back.returncode == 0 and the_case(out)["verdict"] == "faster", back.stdout
 
 
 def test_a_case_one_side_cannot_run_is_a_record_saying_why(tmp_path):

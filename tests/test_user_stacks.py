@@ -9,10 +9,12 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from conftest import KMICRO, ROOT, load
+from keras_repo import commit, keras_repo
 
 VENV_PY = str(ROOT / ".venv" / "bin" / "python")
 THEANO_PY = ROOT / ".envs" / "theano" / "bin" / "python"
@@ -118,22 +120,11 @@ def test_env_variant_of_a_released_version_runs_beside_its_base(user, env_lock, 
 
 
 def keras_history(repo):
-    """A git repository of Keras 3.15.1's source (from its sdist) with one more commit that
-    changes the version string, so the two revisions are told apart by what they report."""
-    sdists = repo.parent / "sdist"
-    subprocess.run([VENV_PY, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-                    "-d", str(sdists), "keras==3.15.1"], check=True)
-    subprocess.run(["tar", "--no-same-owner", "-xzf", str(next(sdists.glob("keras-*.tar.gz"))),
-                    "-C", str(sdists)],
-                   check=True)
-    (next(p for p in sdists.iterdir() if p.is_dir())).rename(repo)
-    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-qm", "keras 3.15.1"], check=True)
-    version = repo / "keras" / "src" / "version.py"
-    version.write_text(version.read_text().replace('"3.15.1"', '"3.15.1.dev7"'))
-    subprocess.run([*git, "commit", "-qam", "a later commit"], check=True)
+    """Keras 3.15.1's source, then a commit that only changes its version string, so the two
+    revisions are told apart by what they report."""
+    keras_repo(repo)
+    commit(repo, Path("keras") / "src" / "version.py", '"3.15.1"', '"3.15.1.dev7"',
+           "a later commit")
 
 
 @pytest.mark.slow
