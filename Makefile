@@ -63,6 +63,8 @@ ASV_QUICK ?= Ops.time_pass\(.(batchnorm\(\)@32x(32x32x16/cl|16x32x32/cf)|dense\(
 RANGE ?= HEAD^!
 BACKEND ?= jax
 LAUNCH ?= --launch-method forkserver
+# Rounds alternate between commits and environments, so drift hits them alike (asv's own option).
+INTERLEAVE ?= --interleave-rounds
 
 asv-machine:
 	test -f $$HOME/.asv-machine.json || $(ASV) machine --yes
@@ -77,14 +79,15 @@ asv-quick: env asv-machine
 
 # Every environment of asv.conf.json on RANGE (default: the current commit), saved.
 asv-run: env asv-machine
-	$(ASV_ENV) $(ASV) run $(LAUNCH) $(RANGE) $(if $(BENCH),-b '$(BENCH)')
+	$(ASV_ENV) $(ASV) run $(LAUNCH) $(INTERLEAVE) $(RANGE) $(if $(BENCH),-b '$(BENCH)')
 
 # Other versions of one package: make asv-versions VARY=keras=3.15.1,3.14.0 BACKENDS=jax
 BACKENDS ?= jax
 asv-versions: env asv-machine
 	$(VENV)/bin/python -m kmicro.asvconf --vary $(VARY) --backends $(BACKENDS) --no-keras2 \
 	  -o asv.versions.conf.json
-	$(ASV_ENV) $(ASV) --config asv.versions.conf.json run $(LAUNCH) $(RANGE) -b '$(or $(BENCH),$(ASV_QUICK))'
+	$(ASV_ENV) $(ASV) --config asv.versions.conf.json run $(LAUNCH) $(INTERLEAVE) $(RANGE) \
+	  -b '$(or $(BENCH),$(ASV_QUICK))'
 
 # Bisect one benchmark over a commit range in one stack's asv environment (docs/asv-bisect.md):
 #   make asv-find RANGE=GOOD~1..BAD [BENCH=regex] [BACKEND=jax|tensorflow|torch|numpy|theano]
