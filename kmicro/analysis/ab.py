@@ -101,7 +101,7 @@ def run(stack_a, stack_b, case_list, passes, options, settings, sink, progress=N
     except (runner.WorkerDied, runner.WorkerTimeout) as exc:
         for case in case_list:  # a side that cannot even start: nothing was compared
             for pass_name in passes:
-                if pairs is None or any(k == (case.id, pass_name) for k in pairs):
+                if pairs is None or (case.id, pass_name) in pairs:
                     sink(_failed(stack_a, stack_b, case.id, pass_name, "error", str(exc)))
     finally:
         for side in sides:
@@ -129,9 +129,9 @@ def _prepare(sides, case_list, passes, options, sink, progress, pairs=None) -> d
         for rec_a, rec_b in zip(*got):
             key = (case.id, rec_a["pass"])
             if rec_a["status"] == rec_b["status"] == "ok":
-                fresh[key] = pairs.pop(key) if pairs else _Pair((rec_a, rec_b))
+                fresh[key] = pairs.pop(key) if pairs is not None else _Pair((rec_a, rec_b))
             else:
-                if pairs:
+                if pairs is not None:
                     pairs.pop(key)
                 sink(_unmeasured(sides, case.id, rec_a, rec_b))
         if progress and pairs is None:

@@ -12,7 +12,7 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(subparsers):
     p = subparsers.add_parser("ab", help="compare two stacks in interleaved rounds: ratio B/A, "
-                                         "95% CI, slower/faster/same")
+                                         "95%% CI, slower/faster/same")
     p.add_argument("stack_a", metavar="STACK_A", help="the reference (e.g. the older version)")
     p.add_argument("stack_b", metavar="STACK_B", help="the candidate; ratios are B/A")
     common.add_case_flags(p)

@@ -121,7 +121,12 @@ def stacks_to_run(names, train=False) -> list:
     """The stacks named, else the installed default ones; `train`: only those that can train
     (numpy cannot; it still runs, as unsupported, when named)."""
     if names:
-        return stacks.resolve(names)
+        chosen = stacks.resolve(names)
+        missing = [s for s in chosen if not s.installed]
+        if missing:  # named on purpose: say how to get it, before anything runs
+            raise UsageError(f"stack {missing[0].name} is not installed; "
+                             f"{missing[0].install_hint}")
+        return chosen
     chosen = [s for s in stacks.resolve(None) if s.backward or not train]
     if not chosen:
         raise NothingRan("no stack is installed; run `make env` first")

@@ -99,7 +99,14 @@ def from_entry(entry: dict) -> Stack:
 
 def all_stacks() -> dict:
     """Built-in stacks, then the user's, by name."""
-    return dict(STACKS, **{e["name"]: from_entry(e) for e in stack_config.load()})
+    users = {}
+    for entry in stack_config.load():
+        try:
+            users[entry["name"]] = from_entry(entry)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise UsageError(f"{stack_config.path()}: stack {entry.get('name')!r} is malformed "
+                             f"({type(exc).__name__}: {exc}); fix or remove it") from None
+    return dict(STACKS, **users)
 
 
 def resolve(names=None) -> list:
