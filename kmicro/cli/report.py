@@ -23,6 +23,7 @@ def run(args) -> int:
     from kmicro.core import peaks
     from kmicro.core.records import kind_of
     from kmicro.report import html  # matplotlib: only for this command
+    from kmicro.report import ab_tables
     from kmicro.report import models as models_table
     from kmicro.report.tables import status_counts
 
@@ -40,8 +41,6 @@ def run(args) -> int:
     ab_records = [r for r in records if kind_of(r) == "ab"]
     pairs = dict.fromkeys((r["stack_a"], r["stack_b"]) for r in ab_records)
     for pair in pairs:
-        from kmicro.report import ab_tables
-
         mine = [r for r in ab_records if (r["stack_a"], r["stack_b"]) == pair]
         console.print(ab_tables.ab_table(mine))
         console.print(ab_tables.summary(mine), soft_wrap=True)

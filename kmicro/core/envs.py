@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kmicro.core.errors import UsageError
+from kmicro.core.stacks import cache_home
 
 __all__ = ["Override", "parse_set", "envs_home", "source_cache", "requirements", "build"]
 
@@ -107,12 +108,10 @@ def _export(repo: Path, commit: str, tree: Path):
     os.replace(partial, tree)  # whole or not at all: a crash leaves only a .export- folder
 
 
-def _cache_home() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kmicro"
-
-
 def source_cache() -> Path:
-    return _cache_home() / "src"
+    """Where exported revisions are kept: kmicro's cache (the checkout's .cache, or
+    ~/.cache/kmicro when kmicro runs installed)."""
+    return cache_home() / "src"
 
 
 def envs_home() -> Path:

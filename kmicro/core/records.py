@@ -3,7 +3,8 @@
 Every record is made by `new`: the contract fields (stack, backend, versions, device, case,
 pass, status, median_s, iqr_s, compile_s, max_rel_err, error), where and when it ran, and an
 explicit `kind`; each job kind adds its own fields (op: op, input_shape, data_format...;
-model: model, epoch_s...; attribution: layer, share...; diagnose: findings, facts).
+model: model, epoch_s...; attribution: layer, share...; diagnose: findings, facts; ab: stack_a,
+stack_b, ratio, ci_low, ci_high, verdict, mde, rounds...).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ __all__ = ["SCHEMA", "STATUSES", "KINDS", "FINAL", "new", "load", "kind_of", "ke
 # 1: first version. 2: records carry `kind` (files of version 1 still load: kind_of).
 SCHEMA = 2
 STATUSES = ("ok", "error", "timeout", "wrong", "unsupported", "skipped")
-KINDS = ("op", "model", "attribution", "diagnose", "ab")  # "ab": reserved for `kmicro ab`
+KINDS = ("op", "model", "attribution", "diagnose", "ab")  # ab: `kmicro ab` comparisons
 REQUIRED = ("stack", "case", "pass", "status")
 # Statuses a --resume run does not repeat: the answer would be the same.
 FINAL = ("ok", "wrong", "unsupported")

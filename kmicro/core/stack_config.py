@@ -13,10 +13,7 @@ from pathlib import Path
 
 from kmicro.core.errors import UsageError
 
-__all__ = ["path", "load", "save", "FIELDS"]
-
-# What a stack entry holds (the Stack dataclass' user-settable fields).
-FIELDS = ("name", "backend", "family", "executable", "python", "env", "base", "overrides")
+__all__ = ["path", "load", "save"]
 
 
 def path() -> Path:
