@@ -26,7 +26,7 @@ from kmicro.core.errors import UsageError
 TOOLING = {"asv", "asv-runner", "build", "click", "distlib", "grimp", "import-linter",
            "iniconfig", "json5", "lazy-importer",
            "pluggy", "pympler", "pyproject-hooks", "pytest", "python-discovery", "tabulate",
-           "virtualenv"}
+           "uv", "virtualenv"}
 # What only one Keras 3 backend needs: dropped by --lean from a config that leaves it out.
 # Keras' numpy backend imports jax (keras/src/backend/numpy/math.py, nn.py).
 BACKEND_PACKAGES = {"tensorflow": {"tensorflow-cpu"}, "jax": {"jax", "jaxlib"},
