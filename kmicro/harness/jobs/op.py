@@ -8,7 +8,7 @@ from __future__ import annotations
 import gc
 
 from kmicro.backends.base import UnsupportedPass
-from kmicro.core import cases, flops, records, reference, timing
+from kmicro.core import cases, flops, ops, records, reference, timing
 from kmicro.harness.protocol import Job, message
 
 __all__ = ["KIND", "TOLERANCE", "CaseData", "job", "run", "blank_record", "check", "checked",
@@ -62,8 +62,6 @@ def run(adapter, info, job) -> list:
 class CaseData:
     """The seeded weights, inputs and dy of a case, and its memoised float64 reference."""
 
-    TRAINING_MATTERS = ("batchnorm",)  # dropout is checked against the backend's own mask
-
     def __init__(self, case, seed):
         self.case = case
         self.weights = reference.make_weights(case, seed)
@@ -78,7 +76,7 @@ class CaseData:
         if mask is not None:
             return reference.compute(self.case, self.inputs, self.weights, training,
                                      self.dy if backward else None, mask)
-        key = (training and self.case.op in self.TRAINING_MATTERS, backward)
+        key = (training and ops.get(self.case.op).training_matters, backward)
         if key not in self._memo:
             self._memo[key] = reference.compute(self.case, self.inputs, self.weights, key[0],
                                                 self.dy if backward else None)
@@ -127,7 +125,7 @@ def check(case, pass_name, data, got) -> float:
     """Max relative error of a pass's outputs (and gradients) against the float64 reference."""
     y, grads = got
     training = pass_name != "forward"
-    mask = (y != 0) if case.op == "dropout" and training else None
+    mask = (y != 0) if ops.get(case.op).mask_from_backend and training else None
     want_y, want_grads = data.reference(training, pass_name == "backward", mask)
     if pass_name == "backward":
         return reference.max_rel_err([y, *grads], [want_y, *want_grads])
