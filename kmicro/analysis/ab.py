@@ -56,13 +56,9 @@ class _Side:
         return worker
 
     def call(self, payload) -> list:
-        self.worker.send(payload)
-        out, deadline = [], time.monotonic() + self.options.timeout_s
-        while True:
-            msg = self.worker.read(max(deadline - time.monotonic(), 0.001))
-            if msg["type"] == "done":
-                return out
-            out.append(msg["record"])
+        out = []
+        self.worker.ask(payload, self.options.timeout_s, out.append)
+        return out
 
     def restart(self, dropped):
         """A fresh worker with every prepared case but `dropped` compiled again."""

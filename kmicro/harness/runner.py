@@ -83,6 +83,17 @@ class Worker:
             raise WorkerDied(f"worker exited with code {self.proc.returncode}: {self.stderr_tail()}")
         return json.loads(line)
 
+    def ask(self, job: dict, timeout_s: float, on_record):
+        """Send one job; hand each record to `on_record` until the worker says it is done.
+        Raises WorkerTimeout past `timeout_s` (the whole job) or WorkerDied."""
+        self.send(job)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            msg = self.read(max(deadline - time.monotonic(), 0.001))
+            if msg["type"] == "done":
+                return
+            on_record(msg["record"])
+
     def send(self, job: dict):
         try:
             self.proc.stdin.write(json.dumps(job) + "\n")
@@ -157,16 +168,14 @@ class _DeadWorker:
 
 def _run_job(worker, stack, job, options, sink, env):
     """Runs one job; returns the worker to use next (a fresh one after a crash)."""
-    worker.send(job.payload)
     got = set()
-    deadline = time.monotonic() + options.timeout_s
+
+    def received(record):
+        sink(record)
+        got.add(record["pass"])
     try:
-        while True:
-            msg = worker.read(max(deadline - time.monotonic(), 0.001))
-            if msg["type"] == "done":
-                return worker
-            sink(msg["record"])
-            got.add(msg["record"]["pass"])
+        worker.ask(job.payload, options.timeout_s, received)
+        return worker
     except WorkerTimeout:
         status, error = "timeout", f"exceeded the per-case timeout of {options.timeout_s:g} s"
     except WorkerDied as exc:
