@@ -34,14 +34,11 @@ def add_parser(subparsers):
 
 def run(args) -> int:
     from kmicro.analysis import ab
-    from kmicro.core import records, stacks
+    from kmicro.core import records
     from kmicro.core.errors import UsageError
     from kmicro.report import ab_tables, tables
 
-    stack_a, stack_b = stacks.resolve([args.stack_a, args.stack_b])
-    missing = [s for s in (stack_a, stack_b) if not s.installed]
-    if missing:
-        raise UsageError(f"stack {missing[0].name} is not installed; {missing[0].install_hint}")
+    stack_a, stack_b = common.stacks_to_run([args.stack_a, args.stack_b])
     if not (0 <= args.min_effect < 1) or args.min_rounds < 2 or args.rounds < args.min_rounds:
         raise UsageError("expected 0 <= --min-effect < 1 and 2 <= --min-rounds <= --rounds")
     case_list = common.cases_of(args)

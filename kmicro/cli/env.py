@@ -49,7 +49,7 @@ def _probe(stack) -> dict:
     info = runner.probe(stack, runner.Options())
     if "error" in info:
         user_stacks.remove(stack.name)
-        shutil.rmtree(user_stacks.made_by_env(stack) or "/nonexistent", ignore_errors=True)
+        shutil.rmtree(user_stacks.made_by_env(stack), ignore_errors=True)  # kmicro env made it
         raise UsageError(f"stack {stack.name} was created but its worker fails: "
                          f"{info['error']}; not registered")
     return info
