@@ -1,7 +1,7 @@
 """Paired A/B statistics: the ratio B/A of interleaved rounds, its confidence interval, a
 verdict against a minimum effect, and the smallest effect the rounds could have detected.
 
-Each round gives one paired log-ratio log(b/a), a and b being the median per-call time of one
+Each round gives one paired log-ratio log(b/a), a and b being the fastest per-call time of one
 short burst on each side, timed back to back in random order; drift that moves both sides
 alike cancels in the pair (randomized multiple interleaved trials, Abedi & Brecht, ICPE 2017).
 Estimate: the median of the log-ratios. Interval: the distribution-free interval of that median

@@ -19,7 +19,7 @@ from kmicro.harness.jobs import op
 __all__ = ["KIND", "MIN_SAMPLE_S", "run"]
 
 KIND = "ab"
-MIN_SAMPLE_S = 0.005  # short samples: a round must be short so drift hits both sides alike
+MIN_SAMPLE_S = 0.002  # short samples: a round must be short so drift hits both sides alike
 _PREPARED = {}  # (case id, pass) -> (Prepared, loops): this worker serves one stack
 
 
