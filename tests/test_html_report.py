@@ -47,7 +47,8 @@ def page(records, tmp_path_factory):
 
 def test_sections_present(page):
     text = page.read_text()
-    for anchor in ("summary", "ops", "plots", "models", "diagnose", "environment", "reference"):
+    for anchor in ("findings", "summary", "ops", "plots", "models", "diagnose", "environment",
+                   "reference"):
         assert f"id='{anchor}'" in text
     assert "Not measured by this run" in text and "285-292 s" in text and "82 s" in text
     assert "resnet_bn@b32" in text and "91.5 s" in text

@@ -83,9 +83,12 @@ def run(stack_a, stack_b, case_list, passes, options, settings, sink, progress=N
     per_process = -(-settings.max_rounds // settings.processes)
     sides = []
     try:
-        for _ in range(settings.processes):
-            sides = [_Side(stack_a, options), _Side(stack_b, options)]
-            pairs = _prepare(sides, case_list, passes, options, sink, progress, pairs)
+        for n in range(settings.processes):
+            # Every other pair starts and compiles B first: in A/A runs with A always first,
+            # B came out faster in 53 and 55 of 81 passes (jax, tensorflow; median 0.4 %).
+            first = (0, 1) if n % 2 == 0 else (1, 0)
+            sides = _start([stack_a, stack_b], options, first)
+            pairs = _prepare(sides, first, case_list, passes, options, sink, progress, pairs)
             done = _rounds(sides, pairs, settings, sink, progress, rng, done,
                            done + per_process, clock)
             for side in sides:
@@ -104,9 +107,23 @@ def run(stack_a, stack_b, case_list, passes, options, settings, sink, progress=N
             side.close()
 
 
-def _prepare(sides, case_list, passes, options, sink, progress, pairs=None) -> dict:
-    """Compile and check every pass on both sides; the first time (`pairs` None) for every
-    case, later only for the passes still undecided in `pairs`, which keep their records."""
+def _start(stacks, options, first) -> list:
+    """[side A, side B], their workers started in the order `first` gives."""
+    started = {}
+    try:
+        for i in first:
+            started[i] = _Side(stacks[i], options)
+    except runner.WorkerDied:
+        for side in started.values():
+            side.close()
+        raise
+    return [started[0], started[1]]
+
+
+def _prepare(sides, first, case_list, passes, options, sink, progress, pairs=None) -> dict:
+    """Compile and check every pass on both sides (in the order `first` gives); the first
+    time (`pairs` None) for every case, later only for the passes still undecided in `pairs`,
+    which keep their records."""
     fresh = {}
     for case in case_list:
         wanted = [p for p in passes if pairs is None or (case.id, p) in pairs]
@@ -114,15 +131,15 @@ def _prepare(sides, case_list, passes, options, sink, progress, pairs=None) -> d
             continue
         payload = {"kind": "ab", "task": "prepare", "case": cases_mod.case_to_dict(case),
                    "passes": wanted, "seed": options.seed}
-        got = []
-        for side in sides:
+        got = {}
+        for i in first:
             try:
-                got.append(side.call(payload))
-                side.prepared[case.id] = payload
+                got[i] = sides[i].call(payload)
+                sides[i].prepared[case.id] = payload
             except (runner.WorkerDied, runner.WorkerTimeout) as exc:
-                side.restart(case.id)
-                got.append([{"pass": p, "status": "error", "error": str(exc)} for p in wanted])
-        for rec_a, rec_b in zip(*got):
+                sides[i].restart(case.id)
+                got[i] = [{"pass": p, "status": "error", "error": str(exc)} for p in wanted]
+        for rec_a, rec_b in zip(got[0], got[1]):
             key = (case.id, rec_a["pass"])
             if rec_a["status"] == rec_b["status"] == "ok":
                 fresh[key] = pairs.pop(key) if pairs is not None else _Pair((rec_a, rec_b))

@@ -36,7 +36,7 @@ def run(args) -> int:
     from kmicro.analysis import ab
     from kmicro.core import records
     from kmicro.core.errors import UsageError
-    from kmicro.report import ab_tables, tables
+    from kmicro.report import ab_tables, findings, tables
 
     stack_a, stack_b = common.stacks_to_run([args.stack_a, args.stack_b])
     if not (0 <= args.min_effect < 1) or args.min_rounds < 2 or args.rounds < args.min_rounds:
@@ -58,4 +58,5 @@ def run(args) -> int:
     for line in tables.problems(out.records):
         console.print(f"[yellow]![/yellow] {line}", soft_wrap=True)
     console.print(f"results: {path} ({tables.status_counts(out.records)})")
+    common.print_findings(findings.ab_findings(out.records), console)
     return common.exit_code(out.records)

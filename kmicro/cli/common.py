@@ -19,7 +19,7 @@ from kmicro.core.stacks import DEVICES, JIT
 __all__ = ["STACKS_HELP", "TRAINING_STACKS_HELP", "JIT_HELP", "QUICK_HELP", "add_device_flag",
            "add_run_flags", "add_case_flags", "make_console", "warn_if_busy", "progress_bar",
            "progress_lines",
-           "print_op_tables", "split", "stacks_to_run", "stacks_and_cases", "cases_of",
+           "print_op_tables", "print_findings", "split", "stacks_to_run", "stacks_and_cases", "cases_of",
            "run_cases", "run_options", "default_json", "results_path", "refuse_missing_gpu",
            "exit_code"]
 
@@ -111,6 +111,16 @@ def print_op_tables(records, metric, console):
         console.print(layouts)
     for line in tables.problems(records):
         console.print(f"[yellow]![/yellow] {line}", soft_wrap=True)
+
+
+def print_findings(found, console):
+    """The findings (kmicro/report/findings.py), the last thing a command prints."""
+    from rich.markup import escape
+
+    if found:
+        console.print("[bold]Findings[/bold]")
+    for f in found:
+        console.print(("[red]![/red] " if f.problem else "- ") + escape(f.text), soft_wrap=True)
 
 
 def split(text) -> list:

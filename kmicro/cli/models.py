@@ -32,6 +32,7 @@ def add_parser(subparsers):
 def run(args) -> int:
     from kmicro.core import records
     from kmicro.harness import runner
+    from kmicro.report import findings
     from kmicro.report import models as table
 
     if args.steps < 1:
@@ -53,6 +54,7 @@ def run(args) -> int:
     for line in table.problems(out.records):
         console.print("[yellow]![/yellow] " + line, soft_wrap=True)
     console.print(f"results: {path}")
+    common.print_findings(findings.model_findings(out.records), console)
     return common.exit_code(out.records)
 
 

@@ -19,7 +19,7 @@ def add_parser(subparsers):
 
 def run(args) -> int:
     from kmicro.core import records
-    from kmicro.report import tables
+    from kmicro.report import findings, tables
 
     chosen, case_list = common.stacks_and_cases(args)
     console = common.make_console()
@@ -35,4 +35,5 @@ def run(args) -> int:
     common.refuse_missing_gpu(mine, args.device)
     common.print_op_tables(mine, args.metric, console)
     console.print(f"results: {path} ({tables.status_counts(mine)})")
+    common.print_findings(findings.op_findings(mine), console)
     return common.exit_code(mine)

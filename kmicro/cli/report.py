@@ -23,15 +23,17 @@ def run(args) -> int:
     from kmicro.core import peaks
     from kmicro.core.records import kind_of
     from kmicro.report import html  # matplotlib: only for this command
-    from kmicro.report import ab_tables
+    from kmicro.report import ab_tables, findings
     from kmicro.report import models as models_table
     from kmicro.report.tables import status_counts
 
     records = html.load(args.results)
     console = common.make_console()
     if args.output:
-        out = html.write(records, args.output, peaks.measure() if args.peaks else None)
+        machine = peaks.measure() if args.peaks else None
+        out = html.write(records, args.output, machine)
         console.print(f"report: {out} ({status_counts(records)})")
+        common.print_findings(findings.for_records(records, machine), console)
         return 0
     common.print_op_tables([r for r in records if kind_of(r) == "op"], args.metric, console)
     model_records = [r for r in records if kind_of(r) == "model"]
@@ -44,4 +46,5 @@ def run(args) -> int:
         mine = [r for r in ab_records if (r["stack_a"], r["stack_b"]) == pair]
         console.print(ab_tables.ab_table(mine))
         console.print(ab_tables.summary(mine), soft_wrap=True)
+    common.print_findings(findings.for_records(records), console)
     return 0

@@ -9,11 +9,13 @@ import io
 import math
 from collections import OrderedDict
 
+from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from kmicro.report import tables
 
-__all__ = ["comparison", "roofline", "roofline_points", "spread", "stacked_shares"]
+__all__ = ["comparison", "heatmap", "roofline", "roofline_points", "spread", "stacked_shares"]
 
 # A log axis once the slowest bar is this many times the fastest: linear hides the small ones.
 LOG_SPREAD = 20.0
@@ -92,6 +94,54 @@ def _row_label(case, pass_name) -> str:
     if len(short) > 38:
         short = short[:17] + "…" + short[-20:]
     return f"{short}\n{tables.PASS_LABELS.get(pass_name, pass_name)}"
+
+
+def heatmap(records, title=None) -> bytes:
+    """Every layer case x pass (rows) against every stack (columns), coloured by the ratio to
+    the fastest stack of the row on a log scale, the ratio written in the cell; a cell that
+    has no time shows its status (unsupported, error, ...) on white."""
+    rows = [(c, p, by) for c, p, by in tables.case_rows(records) if p != "backward_only"]
+    stacks = tables.stack_names(records)
+    ratios = [[None] * len(stacks) for _ in rows]
+    for i, (_, _, by_stack) in enumerate(rows):
+        times = {s: _ok_ms(by_stack.get(s)) for s in stacks}
+        best = min((t for t in times.values() if t), default=None)
+        for j, s in enumerate(stacks):
+            ratios[i][j] = times[s] / best if times[s] else None
+    worst = max((r for row in ratios for r in row if r), default=1.0)
+    fig = Figure(figsize=(3.2 + 1.25 * len(stacks), max(3.0, 1.4 + 0.2 * len(rows))),
+                 layout="constrained")
+    ax = fig.add_subplot()
+    grid = [[r if r else float("nan") for r in row] for row in ratios]
+    image = ax.imshow(grid, aspect="auto", cmap="OrRd", interpolation="nearest",
+                      norm=LogNorm(vmin=1.0, vmax=max(worst, 2.0)))
+    for i, (_, _, by_stack) in enumerate(rows):
+        for j, s in enumerate(stacks):
+            r = ratios[i][j]
+            text = f"{r:.2g}x" if r and r < 10 else f"{r:.0f}x" if r else (
+                by_stack[s]["status"][:5] if s in by_stack else "—")
+            dark = bool(r) and math.log(r) > 0.6 * math.log(max(worst, 2.0))
+            ax.text(j, i, text, ha="center", va="center", fontsize=6.5,
+                    color="white" if dark else ("black" if r else "#888"))
+    ax.set_xticks(range(len(stacks)))
+    ax.set_xticklabels(stacks, fontsize=8)
+    ax.xaxis.tick_top()
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([_heatmap_label(c, p) for c, p, _ in rows], fontsize=6.5)
+    bar = fig.colorbar(image, ax=ax, label="time / fastest (log)",
+                       shrink=min(0.5, 12 / len(rows)) if len(rows) > 24 else 0.8)
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    bar.ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    ax.set_title(title or "every layer case: time relative to the fastest stack", fontsize=10,
+                 loc="left")
+    return _png(fig)
+
+
+def _heatmap_label(case, pass_name) -> str:
+    text = f"{case.split('(')[0]} {tables.short_case(case)}"
+    if len(text) > 46:
+        text = text[:22] + "…" + text[-23:]
+    return f"{text}  {tables.PASS_LABELS.get(pass_name, pass_name)}"
 
 
 def roofline(records, peaks=None, title=None) -> bytes:

@@ -1,46 +1,27 @@
-"""The diagnose section (key/value findings per record) and records of no known kind."""
+"""The findings section at the top of the page: the overview heatmap, then one sentence per
+finding (kmicro/report/findings.py), each linking to the table its numbers come from."""
 from __future__ import annotations
 
 from html import escape
 
-from kmicro.report.html.markup import key_values
+from kmicro.report import findings, plots
+from kmicro.report.html.markup import image
 
-__all__ = ["diagnose_section", "other_section"]
-
-# Shown in a finding's heading, in the environment table, or not at all.
-NOT_FINDINGS = {"stack", "case", "data_format", "status", "error", "kind", "findings", "schema",
-                "versions", "backend", "python", "device_name", "jit", "time", "load_avg_1m",
-                "cpu_count"}
+__all__ = ["section"]
 
 
-def diagnose_section(diag) -> str:
-    if not diag:
+def section(records, ops, peaks=None) -> str:
+    found = findings.for_records(records, peaks)
+    if not found and not ops:
         return ""
-    parts = ["<h2 id='diagnose'>Diagnose findings</h2>"]
-    for r in diag:
-        title = " · ".join(str(r[k]) for k in ("stack", "case", "data_format", "status")
-                           if r.get(k))
-        error = f"<p class='bad'>{escape(str(r['error']))}</p>" if r.get("error") else ""
-        parts.append(f"<h3>{escape(title)}</h3>{error}"
-                     + "".join(key_values(f) for f in _findings(r)))
-    return "".join(parts)
-
-
-def _findings(record) -> list:
-    """Key/value mappings to show: each item of `findings` (plus the `facts` dict), else the
-    record's own fields (a `finding` dict is flattened into them)."""
-    if isinstance(record.get("findings"), list):
-        facts = [record["facts"]] if isinstance(record.get("facts"), dict) and record["facts"] \
-            else []
-        return [f if isinstance(f, dict) else {"finding": f} for f in record["findings"]] + facts
-    fields = {k: v for k, v in record.items() if k not in NOT_FINDINGS}
-    if isinstance(fields.get("finding"), dict):
-        fields.update(fields.pop("finding"))
-    return [fields]
-
-
-def other_section(others) -> str:
-    if not others:
-        return ""
-    return (f"<h2 id='other'>Other records</h2><p class='note'>{len(others)} records of no "
-            "known kind (no op, model or finding).</p>" + "".join(key_values(r) for r in others))
+    items = "".join(
+        f"<li{' class=bad' if f.problem else ''}>{escape(f.text)} "
+        f"<a href='#{escape(f.anchor)}'>table</a></li>" for f in found)
+    picture = ""
+    if any(r["status"] == "ok" for r in ops):
+        picture = ("<p class='note'>Every layer case and pass against every stack: colour and "
+                   "number = time / the fastest stack's time in that row (log scale; 1x = "
+                   "fastest). Grey text: no time (the status).</p>"
+                   + image(plots.heatmap(ops), "heatmap of time relative to the fastest stack"))
+    return (f"<h2 id='findings'>Findings</h2><ul>{items}</ul>" if found else
+            "<h2 id='findings'>Findings</h2><p class='note'>No findings.</p>") + picture

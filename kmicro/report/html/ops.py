@@ -5,6 +5,7 @@ from collections import OrderedDict
 from html import escape
 
 from kmicro.report import plots, tables
+from kmicro.report.findings import anchor
 from kmicro.report.html.markup import bullets, cell, image, seconds, table
 
 __all__ = ["plots_section", "section"]
@@ -21,7 +22,7 @@ def section(ops) -> str:
     if not ops:
         return ""
     problems = tables.problems(ops)
-    listing = "<h3>Problems</h3>" + bullets(problems) if problems else ""
+    listing = "<h3 id='problems'>Problems</h3>" + bullets(problems) if problems else ""
     return "<h2 id='ops'>Layers</h2>" + NOTE + _op_tables(ops) + _layout(ops) + listing
 
 
@@ -36,7 +37,8 @@ def _op_tables(ops) -> str:
         row = [cell(tables.short_case(case)), cell(tables.PASS_LABELS[pass_name])]
         row += [_op_cell(by_stack.get(s), best) for s in stacks]
         by_op.setdefault(case.split("(")[0], []).append(row)
-    return "".join(f"<h3>{escape(op)}</h3>" + table(header, rows) for op, rows in by_op.items())
+    return "".join(f"<h3 id='{anchor('op', op)}'>{escape(op)}</h3>" + table(header, rows)
+                   for op, rows in by_op.items())
 
 
 def _op_cell(record, best) -> str:
@@ -63,7 +65,7 @@ def _layout(ops) -> str:
     rows = [[cell(f"{op} @ {'x'.join(map(str, shape))} (NHWC)"),
              cell(tables.PASS_LABELS[p])] + [_layout_cell(by.get(s, {})) for s in stacks]
             for (op, _, shape, p), by in pairs]
-    return ("<h3>channels_last → channels_first</h3><p class='note'>Same layer and shape in "
+    return ("<h3 id='layout'>channels_last → channels_first</h3><p class='note'>Same layer and shape in "
             "both layouts: cl time → cf time (cf/cl ratio; bold when they differ by more "
             f"than {LAYOUT_FLAG:.0%}). Report 001's question.</p>"
             + table(["case", "pass"] + stacks, rows))

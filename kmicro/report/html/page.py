@@ -5,7 +5,7 @@ import time
 from html import escape
 from pathlib import Path
 
-from kmicro.report.html import ab, attribution, environment, findings, models, ops
+from kmicro.report.html import ab, attribution, diagnose, environment, findings, models, ops
 from kmicro.report.html.loading import group
 from kmicro.report.html.markup import cell, table
 from kmicro.report.tables import status_counts
@@ -29,7 +29,7 @@ nav a{margin-right:12px}
 """
 
 # (anchor, link text, kind the section shows; None: always there)
-NAV = (("summary", "summary", None), ("ops", "layers", "op"), ("plots", "plots", "op"),
+NAV = (("findings", "findings", None), ("summary", "summary", None), ("ops", "layers", "op"), ("plots", "plots", "op"),
        ("models", "models", "model"), ("attribution", "attribution", "attribution"),
        ("diagnose", "diagnose", "diagnose"), ("ab", "A/B", "ab"),
        ("environment", "environment", None),
@@ -42,11 +42,12 @@ def render(records, peaks=None) -> str:
     groups = group(records)
     nav = " ".join(f"<a href='#{anchor}'>{escape(text)}</a>" for anchor, text, kind in NAV
                    if kind is None or groups[kind])
-    body = (_summary(groups, records) + ops.section(groups["op"])
+    body = (findings.section(records, groups["op"], peaks) + _summary(groups, records)
+            + ops.section(groups["op"])
             + ops.plots_section(groups["op"], peaks) + models.section(groups["model"])
             + attribution.section(groups["attribution"])
-            + findings.diagnose_section(groups["diagnose"]) + ab.section(groups["ab"])
-            + findings.other_section(groups["other"])
+            + diagnose.diagnose_section(groups["diagnose"]) + ab.section(groups["ab"])
+            + diagnose.other_section(groups["other"])
             + environment.section(records) + models.reference_section())
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>kmicro report</title><style>{CSS}</style></head><body>"
