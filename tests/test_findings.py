@@ -108,6 +108,15 @@ def test_report_001_bn_penalty_reproduces_or_not_with_the_device():
     assert "on the cpu" in text
 
 
+def test_model_gap_inside_the_step_spread_says_within_noise():
+    fast, slow = model("jax", "jax", "resnet_bn", 100.0), model("torch", "torch", "resnet_bn", 110.0)
+    fast.update(median_s=0.064, iqr_s=0.01)
+    slow.update(median_s=0.070, iqr_s=0.01)
+    (text,) = texts(findings.model_findings([fast, slow]))
+    assert text == ("resnet_bn: torch (cpu) takes 1.1x jax's epoch (cpu): 110.0 s vs 100.0 s "
+                    "(within noise).")
+
+
 def test_report_000_names_the_device_gap_when_there_is_one():
     same = [model("theano", "theano", "cifar10_cnn", 200.0),
             model("tensorflow", "tensorflow", "cifar10_cnn", 100.0)]
