@@ -12,7 +12,7 @@ PY_theano-2019 := 3.7
 PY_tf1 := 3.7
 
 .PHONY: env legacy openblas chromium bench test calibrate clean asv-machine asv-check asv-quick asv-run \
-        asv-versions asv-find asv-html asv-preview
+        asv-versions asv-find asv-html asv-preview asv-reference
 
 env: $(STAMP) .envs/theano/.installed
 
@@ -83,11 +83,21 @@ asv-run: env asv-machine
 
 # Other versions of one package: make asv-versions VARY=keras=3.15.1,3.14.0 BACKENDS=jax
 BACKENDS ?= jax
+comma := ,
 asv-versions: env asv-machine
 	$(VENV)/bin/python -m kmicro.asvconf --vary $(VARY) --backends $(BACKENDS) --no-keras2 \
 	  -o asv.versions.conf.json
 	$(ASV_ENV) $(ASV) --config asv.versions.conf.json run $(LAUNCH) $(INTERLEAVE) $(RANGE) \
 	  -b '$(or $(BENCH),$(ASV_QUICK))'
+
+# The relative suite's reference (benchmarks/relative.py, docs/asv.md): per backend of BACKENDS,
+# stack asv-ref-BACKEND = that stack with kmicro itself at ASV_REFERENCE_REV, made once, kept.
+ASV_REFERENCE_REV ?= 8ca96ab
+asv-reference: env
+	for b in $(subst $(comma), ,$(BACKENDS)); do \
+	  $(VENV)/bin/kmicro stack list | grep -qx "asv-ref-$$b" || \
+	  $(VENV)/bin/kmicro env "asv-ref-$$b" --from "$$b" --set kmicro@$(ASV_REFERENCE_REV) --repo . \
+	  || exit 2; done
 
 # Bisect one benchmark over a commit range in one stack's asv environment (docs/asv-bisect.md):
 #   make asv-find RANGE=GOOD~1..BAD [BENCH=regex] [BACKEND=jax|tensorflow|torch|numpy|theano]

@@ -1,4 +1,5 @@
 """asv: the committed config is kmicro's stacks, and real asv discovers and runs the suites."""
+import json
 import os
 import re
 import subprocess
@@ -16,9 +17,9 @@ EXISTING = f"existing:{sys.executable}"
 DENSE = r"Ops.time_pass\(.dense\(units=10\)@32x512., .{}.\)"  # asv quotes str params
 
 
-def asv(*args, backend="numpy", timeout=600):
+def asv(*args, backend="numpy", timeout=600, env=None):
     """Real asv in the repository root on the current (test) environment."""
-    env = dict(os.environ, KERAS_BACKEND=backend)
+    env = dict(os.environ, KERAS_BACKEND=backend, **(env or {}))
     return subprocess.run([*ASV, *args], cwd=ROOT, capture_output=True, text=True, env=env,
                           timeout=timeout)
 
@@ -97,3 +98,26 @@ def test_quick_asv_run_times_a_case_and_skips_what_the_stack_cannot_run():
     assert p.returncode == 0, out
     assert re.search(r"dense\(units=10\)@32x512\s+forward\s+[0-9.]+±[0-9.]+\S*s", out), out
     assert re.search(r"dense\(units=10\)@32x512\s+backward\s+n/a", out), out  # numpy: skipped
+
+
+@pytest.mark.slow
+def test_relative_suite_stores_each_ratio_against_the_reference():
+    """benchmarks/relative.py in real asv: the numpy stack as its own reference (A/A), so
+    every forward ratio is near 1; numpy's backward is skipped; the sidecar keeps the CIs."""
+    sidecars = ROOT / ".asv" / "relative"
+    before = set(sidecars.glob("*.json")) if sidecars.exists() else set()
+    p = asv("run", "-E", EXISTING, "--quick", "-n", "--launch-method", "forkserver",
+            "-b", "Relative.track_ratio", env={"KMICRO_ASV_REFERENCE": "numpy",
+                                               "KMICRO_ASV_OPS": "dense"})
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    ratios = re.findall(r"dense\(units=10\)@32x512\s+forward\s+([0-9.]+)", out)
+    assert ratios and 0.8 < float(ratios[0]) < 1.25, out
+    assert re.search(r"dense\(units=10\)@32x512\s+backward\s+n/a", out), out
+    (sidecar,) = set(sidecars.glob("*.json")) - before
+    records = json.loads(sidecar.read_text())
+    sidecar.unlink()
+    (dense,) = [r for r in records if r["case"] == "dense(units=10)@32x512"
+                and r["pass"] == "forward"]
+    assert dense["kind"] == "ab" and dense["stack_a"] == "numpy"
+    assert dense["ci_low"] <= dense["ratio"] <= dense["ci_high"]

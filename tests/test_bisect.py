@@ -47,7 +47,9 @@ def test_bisect_without_a_change_names_no_commit(tmp_path):
     (["--good", "HEAD", "--bad", "HEAD~1"], "not a later commit"),
 ])
 def test_bad_revisions_are_one_line_exit_2(args, text, tmp_path):
-    p = subprocess.run([*KMICRO, "bisect", "--repo", str(ROOT), *args, *CASE],
+    out = tmp_path / "never.json"
+    p = subprocess.run([*KMICRO, "bisect", "--repo", str(ROOT), *args, *CASE, "--json", str(out)],
                        capture_output=True, text=True, cwd=ROOT,
                        env=dict(os.environ, KMICRO_CONFIG=str(tmp_path / "s.json")))
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and text in p.stderr, p.stderr
+    assert not out.exists()  # bad input leaves no empty results file behind

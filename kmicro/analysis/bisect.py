@@ -71,8 +71,10 @@ def variant(base, package, repo, commit) -> stacks.Stack:
                                                                   repo)])
 
 
-def run(repo, good, bad, base, package, case, pass_name, options, settings, progress=None):
-    """The Bisection; `progress(text)` hears of every step."""
+def run(repo, good, bad, base, package, case, pass_name, options, settings, progress=None,
+        sink=None):
+    """The Bisection; `progress(text)` hears of every step, `sink(record)` gets each tested
+    commit's A/B record as soon as it is judged."""
     say = progress or (lambda text: None)
     good_c, commits = history(repo, good, bad)
     result = Bisection(good_c, commits[-1])
@@ -87,6 +89,8 @@ def run(repo, good, bad, base, package, case, pass_name, options, settings, prog
         (record,) = got
         record["commit"] = commit.sha
         result.tested.append((commit, record))
+        if sink:
+            sink(record)
         if record["status"] != "ok":
             raise UsageError(f"{commit.sha[:10]}: {record['error']}")
         return record

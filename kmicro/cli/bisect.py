@@ -43,13 +43,18 @@ def run(args) -> int:
         raise UsageError(f"unknown case {args.case!r}; valid: catalog ids such as "
                          + ", ".join(list(catalog)[:3]) + " (kmicro ops --json lists them)")
     settings = ab.Settings(min_effect=args.min_effect, max_rounds=args.rounds)
-    out = records.ResultsFile(common.results_path(args))
+    path, kept = common.results_path(args), []
+
+    def keep(record):  # the file appears with the first judged commit, not on bad input
+        if not kept:
+            kept.append(records.ResultsFile(path))
+        kept[0].append(record)
+
     result = bisect.run(args.repo, args.good, args.bad, args.base, args.package,
                         catalog[args.case], args.pass_name,
                         common.run_options(args, timeout_s=300.0), settings,
-                        lambda text: print(f"kmicro bisect: {text}", file=sys.stderr, flush=True))
-    for _, record in result.tested:
-        out.append(record)
+                        lambda text: print(f"kmicro bisect: {text}", file=sys.stderr, flush=True),
+                        keep)
     console = common.make_console()
     console.print(_table(result))
     if result.ends_differ:
@@ -64,7 +69,7 @@ def run(args) -> int:
                       f"{result.bad.sha[:10]}: ratio {end['ratio']:.3f}, 95% CI "
                       f"{end['ci_low']:.3f}-{end['ci_high']:.3f}, minimum effect "
                       f"{args.min_effect:.0%}; no commit named", soft_wrap=True)
-    console.print(f"results: {out.path}")
+    console.print(f"results: {path}")
     return 0
 
 

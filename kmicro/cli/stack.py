@@ -1,4 +1,4 @@
-"""`kmicro stack add|remove`: user-defined stacks — any interpreter with Keras and a backend.
+"""`kmicro stack add|remove|list`: user-defined stacks — any interpreter with Keras and a backend.
 
 Stored in the file `kmicro.core.stack_config.path()` names; every command's --stacks takes them.
 """
@@ -7,15 +7,15 @@ from __future__ import annotations
 import shutil
 
 from kmicro.cli import common
-from kmicro.core import stack_config, user_stacks
+from kmicro.core import stack_config, stacks, user_stacks
 
 __all__ = ["add_parser", "run"]
 
 
 def add_parser(subparsers):
-    p = subparsers.add_parser("stack", help="add or remove a user-defined stack")
+    p = subparsers.add_parser("stack", help="add, remove or list user-defined stacks")
     actions = p.add_subparsers(dest="action", required=True, parser_class=type(p),
-                               metavar="{add,remove}")
+                               metavar="{add,remove,list}")
     a = actions.add_parser("add", help="register an interpreter as a stack")
     a.add_argument("name")
     a.add_argument("--python", required=True, metavar="PATH",
@@ -29,11 +29,18 @@ def add_parser(subparsers):
     r = actions.add_parser("remove", help="forget a user-defined stack (and delete the "
                                           "environment if `kmicro env` made it)")
     r.add_argument("name")
+    actions.add_parser("list", help="the user-defined stacks whose interpreter exists, one "
+                                    "name per line (no probing: `kmicro stacks` probes)")
     return p
 
 
 def run(args) -> int:
     console = common.make_console()
+    if args.action == "list":
+        for stack in stacks.all_stacks().values():
+            if not stack.builtin and stack.installed:
+                print(stack.name)
+        return 0
     if args.action == "add":
         stack = user_stacks.make(args.name, args.python, args.backend, args.family,
                                  user_stacks.parse_env(args.env))
