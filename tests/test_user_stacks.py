@@ -163,3 +163,21 @@ def test_kmicro_installed_into_another_environment_runs_there(user, env_lock, tm
     assert p.returncode == 0, p.stderr
     record = load(out)[0]
     assert record["status"] == "ok" and record["versions"]["keras"] == "3.14.0"
+
+
+@pytest.mark.slow
+def test_env_with_kmicro_at_a_revision_runs_its_own_kmicro(user, env_lock, tmp_path):
+    """`--set kmicro@REV` adds kmicro (never pinned: the checkout is on the workers' path) and
+    the stack's workers run that installed kmicro: the relative asv suite's reference."""
+    p = user("env", "kref", "--from", "numpy", "--set", "kmicro@HEAD", "--repo", str(ROOT))
+    assert p.returncode == 0, p.stderr
+    assert "kref" in user("stack", "list").stdout.split()
+    installed = subprocess.run([str(ENVS / "kref" / "bin" / "python"), "-c",
+                                "import kmicro, sys; sys.stdout.write(kmicro.__file__)"],
+                               capture_output=True, text=True, cwd=tmp_path)
+    assert str(ENVS / "kref") in installed.stdout, installed.stdout + installed.stderr
+    out = tmp_path / "ab.json"
+    p = user("ab", "numpy", "kref", "--ops", "dense", "--passes", "forward", "--shapes", "32,64",
+             "--rounds", "6", "--min-rounds", "6", "--min-effect", "0.5", "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    assert {r["status"] for r in load(out)} == {"ok"}

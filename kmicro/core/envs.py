@@ -123,15 +123,21 @@ def envs_home() -> Path:
     return Path(data) / "kmicro" / "envs"
 
 
+# Never in a stack's pins (the checkout goes on the workers' PYTHONPATH), so --set adds it:
+# a stack with kmicro installed runs that kmicro in its workers (Stack.own_kmicro).
+ADDED = ("kmicro",)
+
+
 def requirements(base_pins: list, overrides: list) -> list:
-    """The base's pinned lines with each overridden package replaced."""
-    unknown = [o.package for o in overrides
-               if o.key not in {normalise(line.split("==")[0]) for line in base_pins}]
+    """The base's pinned lines with each overridden package replaced (kmicro: added)."""
+    pinned = {normalise(line.split("==")[0]) for line in base_pins}
+    unknown = [o.package for o in overrides if o.key not in pinned and o.key not in ADDED]
     if unknown:
         raise UsageError(f"--set {unknown[0]}: not a package of the base stack; valid: "
-                         + ", ".join(sorted(line.split("==")[0] for line in base_pins)))
+                         + ", ".join(sorted(line.split("==")[0] for line in base_pins + ["kmicro"])))
     swapped = {o.key: o.requirement for o in overrides}
-    return [swapped.get(normalise(line.split("==")[0]), line) for line in base_pins]
+    added = [o.requirement for o in overrides if o.key in ADDED and o.key not in pinned]
+    return [swapped.get(normalise(line.split("==")[0]), line) for line in base_pins] + added
 
 
 def build(env_dir: Path, base_python: str, lines: list, overrides: list, legacy: bool):
