@@ -52,7 +52,8 @@ def compare() -> dict:
 
 def _sidecar(got):
     """The whole records (intervals, rounds, versions) beside asv's results."""
-    root = Path(os.environ.get("ASV_CONF_DIR", "."))
+    # asv sets ASV_CONF_DIR for the environments it builds, not for `-E existing:`
+    root = Path(os.environ.get("ASV_CONF_DIR") or Path(__file__).resolve().parents[1])
     name = f"{os.environ.get('ASV_COMMIT', 'local')[:10]}-{os.environ.get('ASV_ENV_NAME', BACKEND)}"
     path = root / ".asv" / "relative" / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -32,8 +32,9 @@ def run(args) -> int:
     if args.output:
         machine = peaks.measure() if args.peaks else None
         out = html.write(records, args.output, machine)
-        console.print(f"report: {out} ({status_counts(records)})")
-        common.print_findings(findings.for_records(records, machine), console)
+        found = findings.for_records(records, machine)
+        console.print(f"report: {out} ({status_counts(records)}; {len(found)} findings at its "
+                      "top)", soft_wrap=True)
         return 0
     common.print_op_tables([r for r in records if kind_of(r) == "op"], args.metric, console)
     model_records = [r for r in records if kind_of(r) == "model"]
