@@ -29,6 +29,8 @@ def add_parser(subparsers):
                    help="smallest slowdown worth finding, as a fraction (default 0.03)")
     p.add_argument("--rounds", type=int, default=30, help="most rounds per comparison")
     common.add_device_flag(p)
+    p.add_argument("--processes", type=int, default=3,
+                   help="pairs of worker processes per comparison (default 3)")
     p.add_argument("--json", help="results file (default: results/bisect-<time>.json)")
     return p
 
@@ -42,7 +44,10 @@ def run(args) -> int:
     if args.case not in catalog:
         raise UsageError(f"unknown case {args.case!r}; valid: catalog ids such as "
                          + ", ".join(list(catalog)[:3]) + " (kmicro ops --json lists them)")
-    settings = ab.Settings(min_effect=args.min_effect, max_rounds=args.rounds)
+    if not 1 <= args.processes <= args.rounds:
+        raise UsageError("expected 1 <= --processes <= --rounds")
+    settings = ab.Settings(min_effect=args.min_effect, max_rounds=args.rounds,
+                           processes=args.processes)
     path, kept = common.results_path(args), []
 
     def keep(record):  # the file appears with the first judged commit, not on bad input
