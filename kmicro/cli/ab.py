@@ -18,14 +18,9 @@ def add_parser(subparsers):
     common.add_case_flags(p)
     common.add_device_flag(p)
     p.add_argument("--jit", choices=common.JIT, default="auto", help=common.JIT_HELP)
-    p.add_argument("--min-effect", type=float, default=0.03,
-                   help="smallest change worth reporting, as a fraction (default 0.03)")
-    p.add_argument("--rounds", type=int, default=30, help="most rounds (default 30)")
+    common.add_judging_flags(p, "smallest change worth reporting, as a fraction (default 0.03)")
     p.add_argument("--min-rounds", type=int, default=6,
                    help="rounds before a pass may stop early (default 6)")
-    p.add_argument("--processes", type=int, default=3,
-                   help="pairs of worker processes the rounds are split over (default 3): "
-                        "each pair is a fresh sample of a process's own speed")
     p.add_argument("--budget", type=float, default=600.0,
                    help="seconds for the rounds, all passes together (default 600)")
     p.add_argument("--seed", type=int, default=0, help="order of the rounds, bootstrap")
@@ -38,19 +33,13 @@ def add_parser(subparsers):
 def run(args) -> int:
     from kmicro.analysis import ab
     from kmicro.core import records
-    from kmicro.core.errors import UsageError
     from kmicro.report import ab_tables, findings, tables
 
     stack_a, stack_b = common.stacks_to_run([args.stack_a, args.stack_b])
-    if not (0 <= args.min_effect < 1) or args.min_rounds < 2 or args.rounds < args.min_rounds:
-        raise UsageError("expected 0 <= --min-effect < 1 and 2 <= --min-rounds <= --rounds")
-    if not 1 <= args.processes <= args.rounds:
-        raise UsageError("expected 1 <= --processes <= --rounds")
+    settings = common.judging_settings(args, min_rounds=args.min_rounds, budget_s=args.budget,
+                                       seed=args.seed)
     case_list = common.cases_of(args)
     passes = cases.with_passes(common.split(args.passes))
-    settings = ab.Settings(min_effect=args.min_effect, min_rounds=args.min_rounds,
-                           max_rounds=args.rounds, budget_s=args.budget, seed=args.seed,
-                           processes=args.processes)
     console = common.make_console()
     common.warn_if_busy(console)
     path = common.results_path(args)

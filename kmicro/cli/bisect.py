@@ -25,18 +25,14 @@ def add_parser(subparsers):
     p.add_argument("--case", required=True, metavar="ID",
                    help="a catalog case id, e.g. 'batchnorm()@32x32x32x16/cl'")
     p.add_argument("--pass", dest="pass_name", default="forward", choices=cases.PASSES)
-    p.add_argument("--min-effect", type=float, default=0.03,
-                   help="smallest slowdown worth finding, as a fraction (default 0.03)")
-    p.add_argument("--rounds", type=int, default=30, help="most rounds per comparison")
+    common.add_judging_flags(p, "smallest slowdown worth finding, as a fraction (default 0.03)")
     common.add_device_flag(p)
-    p.add_argument("--processes", type=int, default=3,
-                   help="pairs of worker processes per comparison (default 3)")
     p.add_argument("--json", help="results file (default: results/bisect-<time>.json)")
     return p
 
 
 def run(args) -> int:
-    from kmicro.analysis import ab, bisect
+    from kmicro.analysis import bisect
     from kmicro.core import records
     from kmicro.core.errors import UsageError
 
@@ -44,10 +40,7 @@ def run(args) -> int:
     if args.case not in catalog:
         raise UsageError(f"unknown case {args.case!r}; valid: catalog ids such as "
                          + ", ".join(list(catalog)[:3]) + " (kmicro ops --json lists them)")
-    if not 1 <= args.processes <= args.rounds:
-        raise UsageError("expected 1 <= --processes <= --rounds")
-    settings = ab.Settings(min_effect=args.min_effect, max_rounds=args.rounds,
-                           processes=args.processes)
+    settings = common.judging_settings(args)
     path, kept = common.results_path(args), []
 
     def keep(record):  # the file appears with the first judged commit, not on bad input

@@ -17,7 +17,7 @@ from kmicro.core.errors import NothingRan, UsageError
 from kmicro.core.stacks import DEVICES, JIT
 
 __all__ = ["STACKS_HELP", "TRAINING_STACKS_HELP", "JIT_HELP", "QUICK_HELP", "add_device_flag",
-           "add_run_flags", "add_case_flags", "make_console", "warn_if_busy", "progress_bar",
+           "add_run_flags", "add_case_flags", "add_judging_flags", "judging_settings", "make_console", "warn_if_busy", "progress_bar",
            "progress_lines",
            "print_op_tables", "print_findings", "split", "stacks_to_run", "stacks_and_cases", "cases_of",
            "run_cases", "run_options", "default_json", "results_path", "refuse_missing_gpu",
@@ -32,6 +32,30 @@ QUICK_HELP = "fewer samples: smoke runs, not numbers"
 
 def add_device_flag(parser):
     parser.add_argument("--device", choices=DEVICES, default="auto")
+
+
+def add_judging_flags(parser, min_effect_help):
+    """--min-effect, --rounds, --processes: how `kmicro ab` and `kmicro bisect` judge a pair."""
+    parser.add_argument("--min-effect", type=float, default=0.03, help=min_effect_help)
+    parser.add_argument("--rounds", type=int, default=30, help="most rounds per comparison "
+                                                                "(default 30)")
+    parser.add_argument("--processes", type=int, default=3,
+                        help="pairs of worker processes the rounds are split over (default 3): "
+                             "each pair is a fresh sample of a process's own speed")
+
+
+def judging_settings(args, **more):
+    """The analysis.ab.Settings of add_judging_flags' flags (plus `more`), checked."""
+    from kmicro.analysis import ab
+
+    if not 0 <= args.min_effect < 1:
+        raise UsageError("expected 0 <= --min-effect < 1")
+    if "min_rounds" in more and not 2 <= more["min_rounds"] <= args.rounds:
+        raise UsageError("expected 2 <= --min-rounds <= --rounds")
+    if not 1 <= args.processes <= args.rounds:
+        raise UsageError("expected 1 <= --processes <= --rounds")
+    return ab.Settings(min_effect=args.min_effect, max_rounds=args.rounds,
+                       processes=args.processes, **more)
 
 
 def add_run_flags(parser, command, stacks_help=STACKS_HELP, jit_help=JIT_HELP, quick_help=None,
