@@ -1,5 +1,7 @@
 """`kmicro calibrate`: the harness's overhead, kmicro's median against a bare synchronised
-loop over the same compiled function."""
+loop over the same compiled function; with --independent, kmicro's times against an
+independent loop that builds the layer with plain Keras and times it with the framework's
+own timer (kmicro/analysis/fidelity.py)."""
 from __future__ import annotations
 
 from kmicro.cli import common
@@ -8,30 +10,78 @@ __all__ = ["add_parser", "run"]
 
 PASSES = ("forward", "backward")
 NUMBERS = ("kmicro", "bare loop", "overhead")  # the right-aligned columns
+DEFAULT_OPS = {False: "batchnorm,dense", True: "batchnorm,dense,conv2d"}
 
 
 def add_parser(subparsers):
-    p = subparsers.add_parser("calibrate", help="harness overhead: kmicro vs a bare "
-                                                "synchronised loop")
+    p = subparsers.add_parser("calibrate", help="harness overhead (kmicro vs a bare loop) or, "
+                                                "with --independent, fidelity (kmicro vs an "
+                                                "independent loop)")
     common.add_run_flags(p, "calibrate", quick_help=common.QUICK_HELP)
-    p.add_argument("--ops", default="batchnorm,dense", help="comma list of ops to calibrate")
+    common.add_case_flags(p)
+    p.set_defaults(passes=",".join(PASSES))
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--independent", action="store_true",
+                   help="alternate kmicro's measurement with a separate process timing the "
+                        "layer with plain Keras and the framework's own timer")
+    p.add_argument("--seed", type=int, default=0, help="--independent: order of the sides")
     return p
 
 
 def run(args) -> int:
     from kmicro.core import records
+    from kmicro.core.errors import UsageError
 
+    if args.rounds < 1:
+        raise UsageError("expected --rounds >= 1")
+    from kmicro.core import cases
+
+    args.ops = args.ops or DEFAULT_OPS[args.independent]  # the seed cases' layers
     chosen, case_list = common.stacks_and_cases(args)
+    passes = cases.with_passes(common.split(args.passes))
+    if args.independent:
+        chosen = _keras3_only(chosen, named=bool(args.stacks))
     console = common.make_console()
     common.warn_if_busy(console)
     path = common.results_path(args)
     out = records.ResultsFile(path)
-    common.run_cases(chosen, case_list, PASSES,
-                     common.run_options(args, calibrate_rounds=args.rounds), out.append)
-    console.print(overhead_table(out.records, args.rounds))
+    if args.independent:
+        _independent(args, chosen, case_list, passes, out, console)
+    else:
+        common.run_cases(chosen, case_list, passes,
+                         common.run_options(args, calibrate_rounds=args.rounds), out.append)
+        console.print(overhead_table(out.records, args.rounds))
     console.print(f"results: {path}")
-    return 0
+    return common.exit_code(out.records)
+
+
+def _keras3_only(chosen, named) -> list:
+    """The independent loop builds layers with Keras 3's API: Keras 2 stacks are refused when
+    named, left out by default."""
+    from kmicro.core.errors import UsageError
+
+    others = [s.name for s in chosen if s.family != "keras3"]
+    if named and others:
+        raise UsageError(f"--independent times Keras 3 stacks only; {others[0]} is a "
+                         f"{[s for s in chosen if s.name == others[0]][0].family} stack")
+    return [s for s in chosen if s.family == "keras3"]
+
+
+def _independent(args, chosen, case_list, passes, out, console):
+    from kmicro.analysis import fidelity
+    from kmicro.report import fidelity_tables
+
+    if args.quick:
+        from kmicro.core.errors import UsageError
+        raise UsageError("--quick measures less than the independent loop does; "
+                         "use --rounds to make --independent shorter")
+    with common.progress_bar(len(chosen) * len(case_list) * args.rounds) as progress:
+        fidelity.run(chosen, case_list, passes, args.rounds, common.run_options(args),
+                     out.append, progress, seed=args.seed)
+    summaries, failed = fidelity.summarize(out.records)
+    console.print(fidelity_tables.table(summaries, args.rounds))
+    for line in fidelity_tables.problems(failed) + fidelity_tables.verdict(summaries):
+        console.print(line, soft_wrap=True)
 
 
 def overhead_table(records, rounds):

@@ -21,7 +21,8 @@ __all__ = ["SCHEMA", "STATUSES", "KINDS", "FINAL", "new", "load", "kind_of", "ke
 # 1: first version. 2: records carry `kind` (files of version 1 still load: kind_of).
 SCHEMA = 2
 STATUSES = ("ok", "error", "timeout", "wrong", "unsupported", "skipped")
-KINDS = ("op", "model", "attribution", "diagnose", "ab")  # ab: `kmicro ab` comparisons
+KINDS = ("op", "model", "attribution", "diagnose", "ab", "fidelity")
+# ab: `kmicro ab` comparisons; fidelity: `kmicro calibrate --independent`
 REQUIRED = ("stack", "case", "pass", "status")
 # Statuses a --resume run does not repeat: the answer would be the same.
 FINAL = ("ok", "wrong", "unsupported")
@@ -34,7 +35,8 @@ def new(kind, info, case, pass_name, **fields) -> dict:
         "schema": SCHEMA, "kind": kind, "stack": info["stack"], "backend": info.get("backend"),
         "versions": info.get("versions", {}), "python": info.get("python"),
         "device": info.get("device"), "device_name": info.get("device_name"),
-        "jit": info.get("jit"), "theano_flags": info.get("theano_flags"), "case": case,
+        "jit": info.get("jit"), "theano_flags": info.get("theano_flags"),
+        "malloc": info.get("malloc"), "case": case,
         "pass": pass_name, "status": None, "median_s": None, "iqr_s": None, "compile_s": None,
         "max_rel_err": None, "error": None, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         # other work on the machine distorts timings; keep the evidence with the number
@@ -78,6 +80,9 @@ def _is_record(r) -> bool:
 
 
 def key(record) -> tuple:
+    """What a record measures; a newer record with the same key replaces it (--resume)."""
+    if record.get("kind") == "fidelity":  # one record per round
+        return record["stack"], record["case"], record["pass"], record["round"]
     return record["stack"], record["case"], record["pass"]
 
 

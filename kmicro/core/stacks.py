@@ -16,10 +16,16 @@ from pathlib import Path
 from kmicro.core import stack_config
 from kmicro.core.errors import UsageError
 
-__all__ = ["ROOT", "DEVICES", "JIT", "Stack", "STACKS", "all_stacks", "resolve", "worker_env",
+__all__ = ["ROOT", "MALLOC_TUNABLES", "DEVICES", "JIT", "Stack", "STACKS", "all_stacks", "resolve", "worker_env",
            "in_checkout", "cache_home", "import_root"]
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout, when kmicro runs from one
+# glibc malloc hands blocks >= 128 KiB back to the OS and trims its heap, adapting both
+# thresholds to what the process freed before: a fresh process then page-faults through every
+# step's new buffers (torch Conv2D fwd+bwd 3.5x slower), a process with another history does
+# not. Fixed thresholds keep freed memory for reuse, as a warmed-up training process (or
+# jemalloc/tcmalloc) does, whatever ran before. docs/measurements.md, "Fidelity".
+MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824"
 DEVICES = ("auto", "cpu", "gpu")  # --device: where a stack's work must run
 JIT = ("auto", "on", "off")  # --jit: auto = what a Keras train step does per backend
 
@@ -155,6 +161,7 @@ def worker_env(stack: Stack, device: str) -> dict:
     env = dict(os.environ)
     env["KERAS_BACKEND"] = stack.backend
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env.setdefault("GLIBC_TUNABLES", MALLOC_TUNABLES)
     if not stack.own_kmicro:
         env["PYTHONPATH"] = _path_join(str(import_root()), env.get("PYTHONPATH", ""))
     for key, value in stack.env:

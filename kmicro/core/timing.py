@@ -23,7 +23,11 @@ __all__ = ["Policy", "Measurement", "first_call", "measure", "samples", "bare_lo
 class Policy:
     """How long to keep sampling. `quick()` trades precision for speed."""
 
-    warmup: int = 2
+    warmup: int = 2  # calls before sampling, at least...
+    # ...and at least this long: a pass runs slower for its first ~100 ms after the worker
+    # compiled, checked or idled (up to 2.4x, see docs/measurements.md "Fidelity"); an early
+    # stop on 7 tight samples would otherwise report that transient.
+    warmup_s: float = 0.2
     min_samples: int = 7
     max_samples: int = 200
     min_sample_s: float = 0.01  # calls per sample are chosen so a sample lasts this long
@@ -33,8 +37,8 @@ class Policy:
 
     @classmethod
     def quick(cls) -> "Policy":
-        return cls(warmup=1, min_samples=3, max_samples=30, min_sample_s=0.002,
-                   target_rel_iqr=0.10, budget_s=0.2)
+        return cls(warmup=1, warmup_s=0.05, min_samples=3, max_samples=30,
+                   min_sample_s=0.002, target_rel_iqr=0.10, budget_s=0.2)
 
 
 @dataclass
@@ -97,8 +101,12 @@ def measure(step, sync, policy: Policy = Policy(), clock=time.perf_counter) -> M
 
     Call `first_call` before: compile time must never be mixed into the samples.
     """
-    warm = [_timed(step, sync, 1, clock) for _ in range(max(policy.warmup, 1))]
-    result = Measurement(policy=policy, loops=_loops(min(warm), policy.min_sample_s))
+    warm, started = [], clock()
+    while len(warm) < max(policy.warmup, 1) or clock() - started < policy.warmup_s:
+        warm.append(_timed(step, sync, 1, clock))
+    # Calls per sample from the warmed-up calls: the first ones are the slowest.
+    recent = warm[-max(policy.warmup, 1):]
+    result = Measurement(policy=policy, loops=_loops(min(recent), policy.min_sample_s))
     started = clock()
     while len(result.samples) < policy.max_samples:
         result.samples.append(_timed(step, sync, result.loops, clock))

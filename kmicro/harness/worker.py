@@ -49,7 +49,7 @@ def _start(args):
         raise DeviceUnavailable(
             f"--device gpu, but stack {args.stack} sees no GPU (it would run on the CPU)")
     info = dict(adapter.info(), stack=args.stack, python=platform.python_version(),
-                requested_device=args.device)
+                requested_device=args.device, malloc=os.environ.get("GLIBC_TUNABLES", ""))
     return adapter, info
 
 

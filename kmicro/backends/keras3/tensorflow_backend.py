@@ -41,14 +41,17 @@ class TensorFlow(Backend):
         return self.compile(lambda *a: layer(call_arg(a), training=training)), xs
 
     def fwd_bwd(self, layer, xs, dy):
-        def step(*a):
+        # dy is an argument, as a training step's data would be (variables are captured by
+        # reference either way).
+        def step(a, dy):
             with tf.GradientTape() as tape:
                 tape.watch(a)
                 y = layer(call_arg(a), training=True)
                 loss = tf.reduce_sum(y * dy)
             return y, tape.gradient(loss, [*a, *layer.trainable_variables])
 
-        return self.compile(step), xs
+        f = self.compile(step)
+        return (lambda *a: f(a, dy)), xs
 
     def sync(self, out):
         # CPU eager execution is synchronous; on GPU wait for every queued kernel.

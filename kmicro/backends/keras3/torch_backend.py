@@ -34,11 +34,13 @@ class Torch(Backend):
         xs = [x.detach().requires_grad_(True) for x in xs]
         weights = [v.value for v in layer.trainable_variables]
 
-        def step(*a):
+        # Weights and dy are arguments: torch.compile (--jit on) must not specialise on them.
+        def step(a, weights, dy):
             y = layer(call_arg(a), training=True)
             return y, torch.autograd.grad((y * dy).sum(), [*a, *weights])
 
-        return self.wrap(step), xs
+        f = self.wrap(step)
+        return (lambda *a: f(a, weights, dy)), xs
 
     def sync(self, out):
         if self.has_gpu_device:

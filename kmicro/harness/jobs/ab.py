@@ -38,7 +38,8 @@ def _prepare(adapter, info, job) -> list:
         fields = op.insist_on_gpu(fields, info["requested_device"])
         if prepared is not None and fields.get("status") != "error":
             warm = timing.measure(prepared.step, prepared.sync, timing.Policy(
-                warmup=2, min_samples=1, max_samples=1, min_sample_s=MIN_SAMPLE_S))
+                warmup=2, warmup_s=0.0, min_samples=1, max_samples=1,
+                min_sample_s=MIN_SAMPLE_S))
             _PREPARED[(case.id, pass_name)] = (prepared, warm.loops)
             fields.update(status="ok", loops=warm.loops)
         record.update(fields)

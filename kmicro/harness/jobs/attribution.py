@@ -95,7 +95,7 @@ def _trained(trainer, x, y):
 
 def _steps_policy(payload):
     # Exactly --steps samples of one step each (min_sample_s=0: no loops per sample).
-    return timing.Policy(warmup=WARMUP_STEPS, min_samples=payload["steps"],
+    return timing.Policy(warmup=WARMUP_STEPS, warmup_s=0.0, min_samples=payload["steps"],
                          max_samples=payload["steps"], min_sample_s=0.0, budget_s=float("inf"))
 
 

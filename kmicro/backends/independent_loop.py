@@ -1,0 +1,197 @@
+"""A layer timed by plain Keras and the framework's own timer, written apart from kmicro.
+
+`kmicro calibrate --independent` runs this file as a script (`python independent_loop.py`,
+so no kmicro module is imported; pyproject.toml's import contract keeps it that way) and
+alternates it with kmicro's own measurement of the same case. If kmicro's harness, its
+adapters or its worker distort a time, the two disagree.
+
+Protocol, one JSON object per line:
+  -> {"ready": true, "versions": {...}}
+  <- {"layer": "Dense", "kwargs": {...}, "input_shape": [...], "n_inputs": 1,
+      "pass": "forward" | "forward_train" | "backward", "min_run_time": 0.4}
+  -> {"median_s": s, "blocks": n, "number": calls per block, "timer": "..."}
+     or {"error": "...", "unsupported": bool}
+
+Every array the step reads (inputs, weights, dy) is an argument of the compiled function, as in
+a real training step. Each call is synchronised: JAX `block_until_ready`; TensorFlow and torch
+return when done on the CPU (TensorFlow's synchronous execution is checked), and wait with
+`sync_devices()` / torch's Timer on a GPU.
+"""
+import inspect
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import keras  # KERAS_BACKEND is set by the caller
+
+BLOCK_S = 0.01  # a block of calls lasts at least this long (torch's blocked_autorange too)
+
+
+def main():
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # framework chatter must not corrupt the protocol
+    backend = keras.backend.backend()
+    builder = {"jax": jax_step, "tensorflow": tensorflow_step, "torch": torch_step,
+               "numpy": numpy_step}[backend]
+    out.write(json.dumps({"ready": True, "versions": versions(backend)}) + "\n")
+    steps = {}
+    for line in sys.stdin:
+        request = json.loads(line)
+        key = json.dumps({k: request[k] for k in ("layer", "kwargs", "input_shape", "n_inputs",
+                                                  "pass")}, sort_keys=True)
+        try:
+            if key not in steps:
+                steps[key] = builder(*layer_and_data(request), request["pass"])
+            answer = steps[key](request.get("min_run_time", 0.4))
+        except NotImplementedError as exc:
+            answer = {"error": str(exc), "unsupported": True}
+        except Exception as exc:  # noqa: BLE001 - reported to the caller, which records it
+            answer = {"error": "{}: {}".format(type(exc).__name__, str(exc).splitlines()[0]
+                                               if str(exc) else "")}
+        out.write(json.dumps(answer) + "\n")
+    return 0
+
+
+def versions(backend):
+    module = {"jax": "jax", "tensorflow": "tensorflow", "torch": "torch", "numpy": "numpy"}
+    return {"keras": keras.__version__,
+            backend: __import__(module[backend]).__version__, "numpy": np.__version__}
+
+
+def layer_and_data(request):
+    """The layer built at the request's shape with Keras' own initialisers, its float32
+    inputs, dy, and the layer's `call` keyword for the pass."""
+    layer = getattr(keras.layers, request["layer"])(**request["kwargs"])
+    shape = tuple(request["input_shape"])
+    n = request["n_inputs"]
+    layer.build([shape] * n if n > 1 else shape)
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal(shape, dtype=np.float32) for _ in range(n)]
+    y = layer(xs if n > 1 else xs[0])
+    dy = rng.standard_normal(tuple(y.shape), dtype=np.float32)
+    takes_training = "training" in inspect.signature(layer.call).parameters
+    training = request["pass"] != "forward"
+    kw = {"training": training} if takes_training else {}
+    return layer, xs, dy, kw
+
+
+def arg(xs):
+    return list(xs) if len(xs) > 1 else xs[0]
+
+
+def blocked(call, sync, min_run_time, timer):
+    """torch.utils.benchmark's blocked_autorange, written for frameworks that have none:
+    calls per block doubled until a block lasts BLOCK_S, then blocks until min_run_time;
+    the median of the blocks' mean per call."""
+    for _ in range(2):
+        sync(call())
+    number = 1
+    while _block(call, sync, number) < BLOCK_S:
+        number *= 2
+    means, total = [], 0.0
+    while total < min_run_time or len(means) < 3:
+        t = _block(call, sync, number)
+        means.append(t / number)
+        total += t
+    return {"median_s": statistics.median(means), "blocks": len(means), "number": number,
+            "timer": timer}
+
+
+def _block(call, sync, number):
+    t0 = time.perf_counter()
+    for _ in range(number):
+        sync(call())
+    return time.perf_counter() - t0
+
+
+def jax_step(layer, xs, dy, kw, pass_name):
+    import jax
+
+    tv = [v.value for v in layer.trainable_variables]
+    ntv = [v.value for v in layer.non_trainable_variables]
+    xs = [jax.numpy.asarray(x) for x in xs]
+    dy = jax.numpy.asarray(dy)
+    if pass_name == "backward":
+        def loss(xs, tv, ntv, dy):
+            y = layer.stateless_call(tv, ntv, arg(xs), **kw)[0]
+            return jax.numpy.sum(y * dy), y
+
+        grad = jax.jit(jax.grad(loss, argnums=(0, 1), has_aux=True))
+        call = lambda: grad(xs, tv, ntv, dy)  # noqa: E731
+    else:
+        forward = jax.jit(lambda tv, ntv, xs: layer.stateless_call(tv, ntv, arg(xs), **kw)[0])
+        call = lambda: forward(tv, ntv, xs)  # noqa: E731
+    return lambda seconds: blocked(call, jax.block_until_ready, seconds,
+                                   "blocked loop, jax.jit, block_until_ready per call")
+
+
+def tensorflow_step(layer, xs, dy, kw, pass_name):
+    import tensorflow as tf
+
+    x = arg([tf.constant(x) for x in xs])  # one tensor, or a list for Add
+    dy = tf.constant(dy)
+    if pass_name == "backward":
+        @tf.function
+        def step(x, dy):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = layer(x, **kw)
+                loss = tf.reduce_sum(y * dy)
+            return y, tape.gradient(loss, [x, *layer.trainable_variables])
+
+        call = lambda: step(x, dy)  # noqa: E731
+    else:
+        forward = tf.function(lambda x: layer(x, **kw))
+        call = lambda: forward(x)  # noqa: E731
+    if tf.config.list_physical_devices("GPU"):
+        sync, how = lambda out: tf.test.experimental.sync_devices(), "sync_devices() per call"
+    else:
+        # CPU eager execution is synchronous (TF's default): a call returns when its kernels
+        # are done. `.numpy()` would add a copy of every output to the layer's time.
+        if not tf.config.experimental.get_synchronous_execution():
+            raise RuntimeError("TensorFlow runs asynchronously; this loop assumes it does not")
+        sync, how = lambda out: out, "returns when done (synchronous execution)"
+    return lambda seconds: blocked(call, sync, seconds, "blocked loop, tf.function, " + how)
+
+
+def torch_step(layer, xs, dy, kw, pass_name):
+    import torch
+    from torch.utils import benchmark
+
+    xs = [torch.from_numpy(x) for x in xs]
+    dy = torch.from_numpy(dy)
+    if pass_name == "backward":
+        xs = [x.requires_grad_(True) for x in xs]
+        weights = [v.value for v in layer.trainable_variables]
+
+        def call():
+            y = layer(arg(xs), **kw)
+            return torch.autograd.grad((y * dy).sum(), [*xs, *weights])
+    else:
+        def call():
+            with torch.no_grad():
+                return layer(arg(xs), **kw)
+
+    def timed(seconds):
+        # num_threads: Timer's default is one thread; kmicro and Keras use torch's own count.
+        timer = benchmark.Timer(stmt="call()", globals={"call": call},
+                                num_threads=torch.get_num_threads())
+        m = timer.blocked_autorange(min_run_time=seconds)
+        return {"median_s": m.median, "blocks": len(m.times), "number": m.number_per_run,
+                "timer": "torch.utils.benchmark.Timer.blocked_autorange"}
+    return timed
+
+
+def numpy_step(layer, xs, dy, kw, pass_name):
+    if pass_name == "backward":
+        raise NotImplementedError("the numpy backend has no gradients")
+    return lambda seconds: blocked(lambda: layer(arg(xs), **kw), lambda out: out, seconds,
+                                   "blocked loop")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""The manager side of the independent loop (kmicro/backends/independent_loop.py): one live
+process per stack that times a case's layer with plain Keras and the framework's own timer.
+
+The script is run by its path, not as a module, so that nothing of kmicro is imported on
+the independent side.
+"""
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+from kmicro.core.stacks import worker_env
+from kmicro.harness.runner import STARTUP_TIMEOUT_S, WorkerDied, WorkerTimeout
+
+__all__ = ["SCRIPT", "IndependentLoop", "request"]
+
+SCRIPT = Path(__file__).resolve().parents[1] / "backends" / "independent_loop.py"
+
+
+def request(case, pass_name, min_run_time) -> dict:
+    """What the independent side needs of a case: the Keras layer, its options and shape."""
+    return {"layer": case.layer, "kwargs": case.layer_kwargs(),
+            "input_shape": list(case.input_shape), "n_inputs": case.n_inputs,
+            "pass": pass_name, "min_run_time": min_run_time}
+
+
+class IndependentLoop:
+    """`time(case, pass_name)` -> {"median_s", "blocks", "number", "timer"} or {"error"}."""
+
+    def __init__(self, stack, device="auto"):
+        self.stderr = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen([str(stack.interpreter), str(SCRIPT)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.stderr, text=True, bufsize=1,
+                                     env=worker_env(stack, device))
+        self.lines = queue.Queue()
+        threading.Thread(target=self._drain, daemon=True).start()
+        self.versions = self._read(STARTUP_TIMEOUT_S)["versions"]
+
+    def time(self, case, pass_name, min_run_time=0.4, timeout_s=300.0) -> dict:
+        try:
+            self.proc.stdin.write(json.dumps(request(case, pass_name, min_run_time)) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # the read below says how it died
+        return self._read(timeout_s)
+
+    def _drain(self):
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put("")
+
+    def _read(self, timeout_s) -> dict:
+        try:
+            line = self.lines.get(timeout=timeout_s)
+        except queue.Empty:
+            raise WorkerTimeout(f"the independent loop gave no answer within {timeout_s:g} s") \
+                from None
+        if not line:
+            self.proc.wait()
+            self.stderr.seek(0)
+            tail = [ln for ln in self.stderr.read().splitlines() if ln.strip()]
+            raise WorkerDied(f"the independent loop exited with code {self.proc.returncode}: "
+                             f"{tail[-1][:300] if tail else 'no output'}")
+        return json.loads(line)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.stderr.close()

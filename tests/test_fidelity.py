@@ -1,0 +1,73 @@
+"""kmicro calibrate --independent: kmicro's own measurement against a loop written apart from
+kmicro, on real stacks. Whether the two agree is measured (docs/measurements.md), not asserted."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import ROOT, load
+
+from kmicro.core import stacks
+from kmicro.harness import independent
+
+SMALL = ("--ops", "dense", "--shapes", "8,16", "--rounds", "2")
+
+
+def test_both_sides_are_measured_every_round(kmicro, tmp_path):
+    out = tmp_path / "fidelity.json"
+    done = kmicro("calibrate", "--independent", "--stacks", "numpy,jax", *SMALL,
+                  "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    records = load(out)
+    ok = [r for r in records if r["status"] == "ok"]
+    # jax: 3 Dense cases x 2 passes; numpy: forward only (no gradients); 2 rounds each
+    assert len(ok) == (3 * 2 + 3) * 2 and {r["round"] for r in ok} == {1, 2}
+    for r in ok:
+        assert r["kind"] == "fidelity" and r["median_s"] > 0 and r["independent_s"] > 0
+        assert r["ratio"] == pytest.approx(r["median_s"] / r["independent_s"])
+        assert r["max_rel_err"] <= r["tolerance"]  # kmicro's side is checked, as in `ops`
+        assert r["independent_versions"]["keras"] == r["versions"]["keras"]
+    timers = {r["stack"]: r["timer"] for r in ok}
+    assert "block_until_ready" in timers["jax"] and "blocked loop" in timers["numpy"]
+    unsupported = [r for r in records if r["status"] == "unsupported"]
+    assert {(r["stack"], r["pass"]) for r in unsupported} == {("numpy", "backward")}
+    assert "fidelity: kmicro / independent loop" in done.stdout
+    assert "jax: " in done.stdout and "passes within 0.95-1.05" in done.stdout
+
+
+def test_torch_side_uses_torch_benchmark_timer(kmicro, tmp_path):
+    out = tmp_path / "fidelity.json"
+    done = kmicro("calibrate", "--independent", "--stacks", "torch", *SMALL, "--passes",
+                  "backward", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    ok = [r for r in load(out) if r["status"] == "ok"]
+    assert ok and all(r["timer"] == "torch.utils.benchmark.Timer.blocked_autorange" for r in ok)
+
+
+def test_the_independent_side_imports_nothing_of_kmicro():
+    stack = stacks.resolve(["numpy"])[0]
+    env = stacks.worker_env(stack, "cpu")  # kmicro is importable there, yet must not be used
+    from kmicro.core import cases
+    case = cases.select(["dense"], shapes=cases.parse_shapes("8,16"))[0]
+    done = subprocess.run([str(stack.interpreter), "-X", "importtime", str(independent.SCRIPT)],
+                          input=json.dumps(independent.request(case, "forward", 0.01)) + "\n",
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr[-500:]
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert answers[0]["ready"] and answers[1]["median_s"] > 0
+    imported = [ln.split("|")[-1].strip() for ln in done.stderr.splitlines()
+                if ln.startswith("import time:")]
+    assert "keras" in imported
+    assert not [m for m in imported if m.split(".")[0] == "kmicro"]
+
+
+def test_bad_rounds_is_a_usage_error(kmicro):
+    done = kmicro("calibrate", "--independent", "--stacks", "numpy", "--rounds", "0")
+    assert done.returncode == 2 and done.stderr.strip().count("\n") == 0
+    assert "--rounds" in done.stderr
+
+
+def test_quick_is_refused_with_independent(kmicro):
+    done = kmicro("calibrate", "--independent", "--stacks", "numpy", "--quick")
+    assert done.returncode == 2 and "--rounds" in done.stderr
