@@ -56,7 +56,10 @@ ASV := $(VENV)/bin/asv
 # virtualenv finds each stack's Python on PATH (pyenv versions are not all on it).
 space := $(subst ,, )
 ASV_PATH := $(subst $(space),:,$(foreach v,3.11 3.9,$(patsubst %/,%,$(dir $(call python_for,$(v)))))):$(PATH)
-ASV_ENV := PATH="$(ASV_PATH)"
+# asv's benchmark processes get the allocator policy kmicro's workers run with (MALLOC_TUNABLES
+# in kmicro/core/stacks.py; tests/test_stacks.py keeps the two equal).
+MALLOC_TUNABLES := glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824
+ASV_ENV := PATH="$(ASV_PATH)" GLIBC_TUNABLES="$(MALLOC_TUNABLES)"
 # The fast subset (CI, bisection): BN in both layouts and Dense(10), forward and fwd+bwd
 # (asv quotes string parameters: '.' stands for the quote).
 ASV_QUICK ?= Ops.time_pass\(.(batchnorm\(\)@32x(32x32x16/cl|16x32x32/cf)|dense\(units=10\)@32x512)., .(forward|backward).\)

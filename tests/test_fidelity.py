@@ -71,3 +71,13 @@ def test_bad_rounds_is_a_usage_error(kmicro):
 def test_quick_is_refused_with_independent(kmicro):
     done = kmicro("calibrate", "--independent", "--stacks", "numpy", "--quick")
     assert done.returncode == 2 and "--rounds" in done.stderr
+
+
+def test_overhead_mode_still_compares_with_a_bare_loop(kmicro, tmp_path):
+    out = tmp_path / "overhead.json"
+    done = kmicro("calibrate", "--stacks", "numpy", "--ops", "dense", "--shapes", "8,16",
+                  "--rounds", "1", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    ok = [r for r in load(out) if r["status"] == "ok"]
+    assert ok and all(r["bare_median_s"] > 0 for r in ok)
+    assert "harness overhead" in done.stdout

@@ -10,3 +10,17 @@ def test_makefile_builds_every_keras2_stack_with_its_python():
         assert (ROOT / s.requirements).exists() or s.name == "theano-2019", s.requirements
         if s.family == "keras2":
             assert f"PY_{s.name} := {s.python}" in makefile
+
+
+def test_asv_runs_with_the_allocator_policy_of_the_workers():
+    makefile = (ROOT / "Makefile").read_text()
+    assert f"MALLOC_TUNABLES := {stacks.MALLOC_TUNABLES}\n" in makefile
+    assert 'GLIBC_TUNABLES="$(MALLOC_TUNABLES)"' in makefile
+
+
+def test_workers_run_with_fixed_malloc_thresholds_unless_told_otherwise(monkeypatch):
+    stack = stacks.resolve(["numpy"])[0]
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    assert stacks.worker_env(stack, "cpu")["GLIBC_TUNABLES"] == stacks.MALLOC_TUNABLES
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=1")  # the user's own wins
+    assert stacks.worker_env(stack, "cpu")["GLIBC_TUNABLES"] == "glibc.malloc.arena_max=1"

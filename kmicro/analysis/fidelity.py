@@ -1,8 +1,9 @@
 """`kmicro calibrate --independent`: kmicro's times against an independent loop's, alternated.
 
-Per stack, a kmicro worker and an independent process (kmicro/harness/independent.py) stay
-alive; every round measures each case's passes both ways, back to back in a random order per
-pass and round, so the machine's drift hits both alike. kmicro's side is exactly what `kmicro ops` does for the case
+Per stack and round, a fresh kmicro worker and a fresh independent process
+(kmicro/harness/independent.py) measure each case's passes both ways, back to back in a random
+order per pass, so the machine's drift hits both alike and each round samples both sides'
+process luck anew. kmicro's side is exactly what `kmicro ops` does for the case
 (build, compile, check against the float64 reference, `timing.measure`); the independent side
 builds the layer with plain Keras and times it with the framework's own timer. One record per
 stack, case, pass and round keeps both times; `summarize` turns them into the ratio per case.
@@ -50,6 +51,9 @@ def _run_stack(stack, case_list, passes, rounds, options, sink, progress, rng):
                                          round=round_no))
                 if progress:
                     progress(stack.name, f"round {round_no} {case.id}")
+            # Fresh processes every round: a process's own speed (its heap, where its buffers
+            # land) would otherwise bias every round of one side alike.
+            sides.close()
     finally:
         sides.close()
 

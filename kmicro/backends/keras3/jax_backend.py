@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import jax
 
-from kmicro.backends.keras3.backend import Backend, call_arg, first
+from kmicro.backends.keras3.backend import Backend, call_arg, first, training_kwarg
 
 __all__ = ["Jax"]
 
@@ -24,7 +24,7 @@ class Jax(Backend):
     def forward(self, layer, xs, training):
         tv = [v.value for v in layer.trainable_variables]
         ntv = [v.value for v in layer.non_trainable_variables]
-        kw = _training_kwarg(layer, training)
+        kw = training_kwarg(layer, training)
 
         def call(tv, ntv, *a):
             return layer.stateless_call(tv, ntv, call_arg(a), **kw)[0]
@@ -35,7 +35,7 @@ class Jax(Backend):
     def fwd_bwd(self, layer, xs, dy):
         tv = [v.value for v in layer.trainable_variables]
         ntv = [v.value for v in layer.non_trainable_variables]
-        kw = _training_kwarg(layer, True)
+        kw = training_kwarg(layer, True)
 
         def loss(a, tv, ntv, dy):
             y = layer.stateless_call(tv, ntv, call_arg(a), **kw)[0]
@@ -59,7 +59,3 @@ class Jax(Backend):
     def device_of(self, out):
         return "gpu" if next(iter(first(out).devices())).platform == "gpu" else "cpu"
 
-
-def _training_kwarg(layer, training) -> dict:
-    # stateless_call passes kwargs straight to call(); most layers take no `training`.
-    return {"training": training} if layer._call_has_training_arg else {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from kmicro.backends.base import UnsupportedPass
-from kmicro.backends.keras3.backend import Backend, call_arg
+from kmicro.backends.keras3.backend import Backend, call_arg, training_kwarg
 
 __all__ = ["Numpy"]
 
@@ -13,7 +13,8 @@ class Numpy(Backend):
     module = np
 
     def forward(self, layer, xs, training):
-        return (lambda *a: layer(call_arg(a), training=training)), xs
+        kw = training_kwarg(layer, training)
+        return (lambda *a: layer(call_arg(a), **kw)), xs
 
     def fwd_bwd(self, layer, xs, dy):
         raise UnsupportedPass("the numpy backend has no gradients (forward only)")

@@ -6,7 +6,7 @@ import re
 import tensorflow as tf
 
 from kmicro.backends.base import UnsupportedPass
-from kmicro.backends.keras3.backend import Backend, call_arg, first
+from kmicro.backends.keras3.backend import Backend, call_arg, first, training_kwarg
 
 __all__ = ["TensorFlow"]
 
@@ -38,20 +38,25 @@ class TensorFlow(Backend):
         return call
 
     def forward(self, layer, xs, training):
-        return self.compile(lambda *a: layer(call_arg(a), training=training)), xs
+        kw = training_kwarg(layer, training)
+        return self.compile(lambda *a: layer(call_arg(a), **kw)), xs
 
     def fwd_bwd(self, layer, xs, dy):
-        # dy is an argument, as a training step's data would be (variables are captured by
-        # reference either way).
-        def step(a, dy):
+        kw = training_kwarg(layer, True)
+
+        # The input (one tensor, or Add's list) and dy are arguments, as a training step's data
+        # would be; variables are captured by reference either way. A tuple of inputs would
+        # cost tf.function ~15 µs per call to flatten.
+        def step(x, dy):
             with tf.GradientTape() as tape:
-                tape.watch(a)
-                y = layer(call_arg(a), training=True)
+                tape.watch(x)
+                y = layer(x, **kw)
                 loss = tf.reduce_sum(y * dy)
-            return y, tape.gradient(loss, [*a, *layer.trainable_variables])
+            inputs = list(x) if isinstance(x, list) else [x]
+            return y, tape.gradient(loss, [*inputs, *layer.trainable_variables])
 
         f = self.compile(step)
-        return (lambda *a: f(a, dy)), xs
+        return (lambda *a: f(call_arg(a), dy)), xs
 
     def sync(self, out):
         # CPU eager execution is synchronous; on GPU wait for every queued kernel.

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from kmicro.backends.keras3.backend import Backend, call_arg, first
+from kmicro.backends.keras3.backend import Backend, call_arg, first, training_kwarg
 
 __all__ = ["Torch"]
 
@@ -22,7 +22,8 @@ class Torch(Backend):
         return torch.cuda.get_device_name(0)
 
     def forward(self, layer, xs, training):
-        f = self.wrap(lambda *a: layer(call_arg(a), training=training))
+        kw = training_kwarg(layer, training)
+        f = self.wrap(lambda *a: layer(call_arg(a), **kw))
 
         def step(*a):
             with torch.no_grad():
@@ -33,10 +34,11 @@ class Torch(Backend):
     def fwd_bwd(self, layer, xs, dy):
         xs = [x.detach().requires_grad_(True) for x in xs]
         weights = [v.value for v in layer.trainable_variables]
+        kw = training_kwarg(layer, True)
 
         # Weights and dy are arguments: torch.compile (--jit on) must not specialise on them.
         def step(a, weights, dy):
-            y = layer(call_arg(a), training=True)
+            y = layer(call_arg(a), **kw)
             return y, torch.autograd.grad((y * dy).sum(), [*a, *weights])
 
         f = self.wrap(step)
