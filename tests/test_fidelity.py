@@ -34,6 +34,8 @@ def test_both_sides_are_measured_every_round(kmicro, tmp_path):
     assert {(r["stack"], r["pass"]) for r in unsupported} == {("numpy", "backward")}
     assert "fidelity: kmicro / independent loop" in done.stdout
     assert "jax: " in done.stdout and "passes within 0.95-1.05" in done.stdout
+    shown = kmicro("report", str(out))  # the same table from the file
+    assert shown.returncode == 0 and "fidelity: kmicro / independent loop" in shown.stdout
 
 
 def test_torch_side_uses_torch_benchmark_timer(kmicro, tmp_path):

@@ -60,10 +60,10 @@ def _keras3_only(chosen, named) -> list:
     named, left out by default."""
     from kmicro.core.errors import UsageError
 
-    others = [s.name for s in chosen if s.family != "keras3"]
+    others = [s for s in chosen if s.family != "keras3"]
     if named and others:
-        raise UsageError(f"--independent times Keras 3 stacks only; {others[0]} is a "
-                         f"{[s for s in chosen if s.name == others[0]][0].family} stack")
+        raise UsageError(f"--independent times Keras 3 stacks only; {others[0].name} is a "
+                         f"{others[0].family} stack")
     return [s for s in chosen if s.family == "keras3"]
 
 
@@ -78,10 +78,8 @@ def _independent(args, chosen, case_list, passes, out, console):
     with common.progress_bar(len(chosen) * len(case_list) * args.rounds) as progress:
         fidelity.run(chosen, case_list, passes, args.rounds, common.run_options(args),
                      out.append, progress, seed=args.seed)
-    summaries, failed = fidelity.summarize(out.records)
-    console.print(fidelity_tables.table(summaries, args.rounds))
-    for line in fidelity_tables.problems(failed) + fidelity_tables.verdict(summaries):
-        console.print(line, soft_wrap=True)
+    for renderable in fidelity_tables.render(out.records):
+        console.print(renderable, soft_wrap=True)
 
 
 def overhead_table(records, rounds):

@@ -23,7 +23,7 @@ def run(args) -> int:
     from kmicro.core import peaks
     from kmicro.core.records import kind_of
     from kmicro.report import html  # matplotlib: only for this command
-    from kmicro.report import ab_tables, findings
+    from kmicro.report import ab_tables, fidelity_tables, findings
     from kmicro.report import models as models_table
     from kmicro.report.tables import status_counts
 
@@ -47,5 +47,8 @@ def run(args) -> int:
         mine = [r for r in ab_records if (r["stack_a"], r["stack_b"]) == pair]
         console.print(ab_tables.ab_table(mine))
         console.print(ab_tables.summary(mine), soft_wrap=True)
+    fidelity = [r for r in records if kind_of(r) == "fidelity"]
+    for renderable in fidelity_tables.render(fidelity) if fidelity else []:
+        console.print(renderable, soft_wrap=True)
     common.print_findings(findings.for_records(records), console)
     return 0

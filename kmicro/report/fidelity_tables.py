@@ -4,12 +4,20 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from kmicro.analysis.fidelity import TARGET
+from kmicro.analysis.fidelity import TARGET, summarize
 from kmicro.report.tables import format_time
 
-__all__ = ["table", "problems", "verdict"]
+__all__ = ["render", "table", "problems", "verdict"]
 
 NUMBERS = ("kmicro", "independent", "ratio", "range", "rounds")
+
+
+def render(fidelity_records) -> list:
+    """What `kmicro calibrate --independent` and `kmicro report` print for fidelity records:
+    the table, then a line per pass that was not compared and one verdict line per stack."""
+    summaries, failed = summarize(fidelity_records)
+    rounds = max((r.get("round") or 0 for r in fidelity_records), default=0)
+    return [table(summaries, rounds)] + problems(failed) + verdict(summaries)
 
 
 def table(summaries, rounds) -> Table:
