@@ -5,6 +5,8 @@ own timer (kmicro/analysis/fidelity.py)."""
 from __future__ import annotations
 
 from kmicro.cli import common
+from kmicro.core import cases
+from kmicro.core.errors import UsageError
 
 __all__ = ["add_parser", "run"]
 
@@ -30,12 +32,12 @@ def add_parser(subparsers):
 
 def run(args) -> int:
     from kmicro.core import records
-    from kmicro.core.errors import UsageError
 
     if args.rounds < 1:
         raise UsageError("expected --rounds >= 1")
-    from kmicro.core import cases
-
+    if args.independent and args.quick:
+        raise UsageError("--quick measures less than the independent loop does; "
+                         "use --rounds to make --independent shorter")
     args.ops = args.ops or DEFAULT_OPS[args.independent]  # the seed cases' layers
     chosen, case_list = common.stacks_and_cases(args)
     passes = cases.with_passes(common.split(args.passes))
@@ -58,8 +60,6 @@ def run(args) -> int:
 def _keras3_only(chosen, named) -> list:
     """The independent loop builds layers with Keras 3's API: Keras 2 stacks are refused when
     named, left out by default."""
-    from kmicro.core.errors import UsageError
-
     others = [s for s in chosen if s.family != "keras3"]
     if named and others:
         raise UsageError(f"--independent times Keras 3 stacks only; {others[0].name} is a "
@@ -71,10 +71,6 @@ def _independent(args, chosen, case_list, passes, out, console):
     from kmicro.analysis import fidelity
     from kmicro.report import fidelity_tables
 
-    if args.quick:
-        from kmicro.core.errors import UsageError
-        raise UsageError("--quick measures less than the independent loop does; "
-                         "use --rounds to make --independent shorter")
     with common.progress_bar(len(chosen) * len(case_list) * args.rounds) as progress:
         fidelity.run(chosen, case_list, passes, args.rounds, common.run_options(args),
                      out.append, progress, seed=args.seed)

@@ -16,8 +16,8 @@ from pathlib import Path
 from kmicro.core import stack_config
 from kmicro.core.errors import UsageError
 
-__all__ = ["ROOT", "MALLOC_TUNABLES", "DEVICES", "JIT", "Stack", "STACKS", "all_stacks", "resolve", "worker_env",
-           "in_checkout", "cache_home", "import_root"]
+__all__ = ["ROOT", "MALLOC_TUNABLES", "DEVICES", "JIT", "Stack", "STACKS", "all_stacks",
+           "resolve", "worker_env", "in_checkout", "cache_home", "import_root"]
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout, when kmicro runs from one
 # glibc malloc hands blocks >= 128 KiB back to the OS and trims its heap, adapting both
