@@ -55,6 +55,23 @@ def test_a_paired_slowdown_under_drift_is_found():
     assert judged.verdict(0.2) == "same"  # real, but smaller than the user cares about
 
 
+def test_one_worker_pairs_bias_is_not_a_change():
+    # Five worker pairs of five rounds: four read B 4-6 % slower, one 5 % faster, each pair
+    # consistent within itself. Taken as 25 independent rounds, B is "slower"; which worker
+    # pairs happened to be drawn decides that, so with the pairs known it is not a change.
+    rng = np.random.default_rng(3)
+    bias = np.repeat([0.06, 0.05, 0.045, 0.04, -0.05], 5)
+    a = 1e-3 * np.exp(rng.normal(0, 0.2, 25))  # drift, shared by both sides of a round
+    b = a * np.exp(bias + rng.normal(0, 0.002, 25))
+    groups = np.repeat(range(5), 5).tolist()
+    assert ab_stats.compare(a, b).verdict(0.03) == "slower"
+    judged = ab_stats.compare(a, b, groups=groups)
+    assert judged.ci_low < 1 < judged.ci_high and judged.verdict(0.03) == "same"
+    # The same biases shared by every pair are a change, pairs or not.
+    b = a * np.exp(0.05 + rng.normal(0, 0.002, 25))
+    assert ab_stats.compare(a, b, groups=groups).verdict(0.03) == "slower"
+
+
 def test_noise_only_is_not_settled_early():
     rng = np.random.default_rng(2)
     a, b = np.exp(rng.normal(0, 0.1, (2, 6)))

@@ -25,9 +25,9 @@ __all__ = ["Settings", "run"]
 class Settings:
     min_effect: float = 0.03  # smaller changes are reported as "same"
     min_rounds: int = 6  # before any pass may stop early
-    max_rounds: int = 30
+    max_rounds: int = 25
     samples: int = 9  # samples per burst (each >= 2 ms of calls); the burst's time is their min
-    processes: int = 3  # pairs of workers the rounds are split over, one pair after another
+    processes: int = 5  # pairs of workers the rounds are split over, one pair after another
     budget_s: float = 600.0  # for the rounds, all passes together
     seed: int = 0  # the order of passes and sides in every round
 
@@ -38,6 +38,7 @@ class _Pair:
 
     prepared: tuple  # (record A, record B)
     times: tuple = field(default_factory=lambda: ([], []))
+    groups: list = field(default_factory=list)  # the worker pair of each round
 
 
 class _Side:
@@ -90,7 +91,7 @@ def run(stack_a, stack_b, case_list, passes, options, settings, sink, progress=N
             sides = _start([stack_a, stack_b], options, first)
             pairs = _prepare(sides, first, case_list, passes, options, sink, progress, pairs)
             done = _rounds(sides, pairs, settings, sink, progress, rng, done,
-                           done + per_process, clock)
+                           done + per_process, clock, n)
             for side in sides:
                 side.close()
             if not pairs or time.monotonic() - clock > settings.budget_s:
@@ -152,17 +153,18 @@ def _prepare(sides, first, case_list, passes, options, sink, progress, pairs=Non
     return fresh
 
 
-def _rounds(sides, pairs, settings, sink, progress, rng, done, until, clock) -> int:
-    """Rounds `done`+1 .. `until` over the undecided passes; returns the last round run."""
+def _rounds(sides, pairs, settings, sink, progress, rng, done, until, clock, group) -> int:
+    """Rounds `done`+1 .. `until` over the undecided passes, on worker pair number `group`;
+    returns the last round run."""
     active = list(pairs)
     while done < min(until, settings.max_rounds) and active:
         done += 1
         rng.shuffle(active)
         for key in list(active):
-            if not _time_pair(sides, key, pairs[key], settings, rng):
+            if not _time_pair(sides, key, pairs[key], settings, rng, group):
                 active.remove(key)
                 sink(_unmeasured(sides, key[0], *pairs.pop(key).prepared))
-        if done >= max(settings.min_rounds, first_process_done(settings) + 1):
+        if done >= max(settings.min_rounds, rounds_before_stopping(settings)):
             for key in [k for k in active if _judge(pairs[k], ab_stats.EARLY_CONFIDENCE)
                         .settled(settings.min_effect)]:
                 active.remove(key)
@@ -174,13 +176,14 @@ def _rounds(sides, pairs, settings, sink, progress, rng, done, until, clock) -> 
     return done
 
 
-def first_process_done(settings) -> int:
-    """Rounds the first worker pair runs; no pass stops before a second pair has timed it
-    (one pair's bias would otherwise settle a verdict)."""
-    return -(-settings.max_rounds // settings.processes) if settings.processes > 1 else 0
+def rounds_before_stopping(settings) -> int:
+    """No pass stops before a third worker pair has timed it (or every pair, when there are
+    fewer): two pairs' biases would otherwise settle a verdict."""
+    per_process = -(-settings.max_rounds // settings.processes)
+    return per_process * min(2, settings.processes - 1) + 1
 
 
-def _time_pair(sides, key, pair, settings, rng) -> bool:
+def _time_pair(sides, key, pair, settings, rng, group) -> bool:
     """One burst on each side, in a random order; False when a side failed (it restarts)."""
     order = [0, 1] if rng.random() < 0.5 else [1, 0]
     task = {"kind": "ab", "task": "time", "case_id": key[0], "pass": key[1],
@@ -196,11 +199,12 @@ def _time_pair(sides, key, pair, settings, rng) -> bool:
         # samples one mostly misses it (under a bursty load on 2 cores, the median of three
         # 5 ms samples left a planted 1.5x "same" in 4 of 6 runs; the min of nine: 0 of 12).
         pair.times[i].append(min(burst["samples"]))
+    pair.groups.append(group)
     return True
 
 
 def _judge(pair, confidence=ab_stats.CONFIDENCE) -> ab_stats.Comparison:
-    return ab_stats.compare(pair.times[0], pair.times[1], confidence)
+    return ab_stats.compare(pair.times[0], pair.times[1], confidence, pair.groups)
 
 
 def _base(sides, case_id, pass_name, rec_a, rec_b) -> dict:
@@ -227,7 +231,7 @@ def _record(sides, key, pair, min_effect) -> dict:
                   min_effect=min_effect,
                   max_rel_err=max(r["max_rel_err"] for r in pair.prepared),
                   compile_s=pair.prepared[1]["compile_s"], times_a_s=pair.times[0],
-                  times_b_s=pair.times[1])
+                  times_b_s=pair.times[1], round_pairs=pair.groups)
     return record
 
 

@@ -37,10 +37,11 @@ def add_device_flag(parser):
 def add_judging_flags(parser, min_effect_help):
     """--min-effect, --rounds, --processes: how `kmicro ab` and `kmicro bisect` judge a pair."""
     parser.add_argument("--min-effect", type=float, default=0.03, help=min_effect_help)
-    parser.add_argument("--rounds", type=int, default=30, help="most rounds per comparison "
-                                                                "(default 30)")
-    parser.add_argument("--processes", type=int, default=3,
-                        help="pairs of worker processes the rounds are split over (default 3): "
+    # Defaults as in kmicro.analysis.ab.Settings (not imported here: it loads the runner).
+    parser.add_argument("--rounds", type=int, default=25, help="most rounds per comparison "
+                                                                "(default 25)")
+    parser.add_argument("--processes", type=int, default=5,
+                        help="pairs of worker processes the rounds are split over (default 5): "
                              "each pair is a fresh sample of a process's own speed")
 
 
