@@ -10,13 +10,14 @@ PIP := $(VENV)/bin/pip --disable-pip-version-check -q
 PY_theano := 3.9
 PY_theano-2019 := 3.7
 PY_tf1 := 3.7
+PY_keras1-theano := 3.6
 
 .PHONY: env legacy openblas chromium bench test calibrate clean asv-machine asv-check asv-quick asv-run \
         asv-versions asv-find asv-html asv-preview asv-reference
 
 env: $(STAMP) .envs/theano/.installed
 
-legacy: .envs/tf1/.installed .envs/theano-2019/.installed
+legacy: .envs/tf1/.installed .envs/theano-2019/.installed .envs/keras1-theano/.installed
 
 $(STAMP): requirements/keras3.txt pyproject.toml
 	test -x $(VENV)/bin/python || $(PY311) -m venv $(VENV)
@@ -28,6 +29,15 @@ $(STAMP): requirements/keras3.txt pyproject.toml
 openblas:
 	@echo 'int main(void){return 0;}' | gcc -x c - -lopenblas -o /dev/null 2>/dev/null || \
 	  (apt-get update -qq && apt-get install -y -qq libopenblas-dev)
+
+# Keras 1.2.1 and Theano 0.8.2 are sdists that build against the NumPy already installed: the
+# wheels go in first, then the rest without build isolation (Python 3.6's last pip and wheel).
+.envs/keras1-theano/.installed: requirements/keras1-theano.txt | openblas
+	test -x .envs/keras1-theano/bin/python || $(call python_for,3.6) -m venv .envs/keras1-theano
+	.envs/keras1-theano/bin/pip --disable-pip-version-check -q install "pip<22" "setuptools<60" "wheel<0.38"
+	.envs/keras1-theano/bin/pip --disable-pip-version-check -q install $$(grep -iE '^(numpy|scipy)==' $<)
+	.envs/keras1-theano/bin/pip --disable-pip-version-check -q install --no-build-isolation -r $<
+	touch $@
 
 .envs/%/.installed: requirements/%.txt | openblas
 	test -x .envs/$*/bin/python || $(call python_for,$(PY_$*)) -m venv .envs/$*

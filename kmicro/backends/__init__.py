@@ -4,13 +4,11 @@ One adapter per Keras family (a package each: keras3, keras2), with that family'
 inside it. Adapters are imported inside a worker process, never by the CLI or the runner;
 importing this package imports no framework.
 """
-from __future__ import annotations
-
 import importlib
 
 __all__ = ["FAMILIES", "load"]
 
-FAMILIES = ("keras3", "keras2")
+FAMILIES = ("keras3", "keras2", "keras1")
 
 
 def load(family, device="auto", jit="auto"):

@@ -1,6 +1,4 @@
 """What every adapter hands the worker, and what the families' adapters share (framework-free)."""
-from __future__ import annotations
-
 import platform
 from dataclasses import dataclass
 from typing import Callable

@@ -4,9 +4,8 @@ A case is one Keras layer with one config at one input shape. Its id is a stable
 string: result history (kmicro JSON, asv) is keyed by it, so never change how an
 existing case spells its id; add new cases instead.
 """
-from __future__ import annotations
-
 from dataclasses import dataclass
+from typing import Optional
 
 from kmicro.core import ops
 from kmicro.core.errors import UsageError
@@ -36,7 +35,7 @@ class Case:
     op: str
     config: tuple  # sorted (key, value) pairs of layer kwargs
     input_shape: tuple
-    data_format: str | None = "channels_last"
+    data_format: Optional[str] = "channels_last"
     dtype: str = "float32"
     n_inputs: int = 1  # Add takes several tensors of input_shape
 

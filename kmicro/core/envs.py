@@ -7,8 +7,6 @@ A variant starts from the base stack's exact pins and replaces one package per `
 uv resolves and installs in seconds from its cache (venv + pip where uv is missing, and for
 the Keras 2 stacks, whose sdists only build with an old setuptools).
 """
-from __future__ import annotations
-
 import os
 import re
 import shutil

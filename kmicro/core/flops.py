@@ -5,8 +5,6 @@ output and weight touched once), not what a backend's kernels actually do. Each
 op's module counts its forward FLOPs. Backward is counted as forward + backward
 (what the backward pass times).
 """
-from __future__ import annotations
-
 import numpy as np
 
 from kmicro.core import ops, reference

@@ -1,6 +1,4 @@
 """The machine's measured limits (NumPy on the host CPU), for "how far from peak" columns."""
-from __future__ import annotations
-
 import time
 
 import numpy as np

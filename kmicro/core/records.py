@@ -6,8 +6,6 @@ explicit `kind`; each job kind adds its own fields (op: op, input_shape, data_fo
 model: model, epoch_s...; attribution: layer, share...; diagnose: findings, facts; ab: stack_a,
 stack_b, ratio, ci_low, ci_high, verdict, mde, rounds...).
 """
-from __future__ import annotations
-
 import json
 import os
 import time

@@ -6,8 +6,6 @@ in and out. Weight order and shapes follow Keras (kernel, bias; gamma, beta,
 moving_mean, moving_variance). RandomState is used because its stream is frozen
 across NumPy versions, so the Theano stack (old NumPy) gets bit-identical inputs.
 """
-from __future__ import annotations
-
 import zlib
 
 import numpy as np

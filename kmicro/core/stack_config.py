@@ -5,8 +5,6 @@ The file is `$KMICRO_CONFIG` if set, else `$XDG_CONFIG_HOME/kmicro/stacks.json`
 backend and family, extra environment variables, and for stacks made by `kmicro env` what
 they were made from. Writes are atomic: a crash never leaves half a file.
 """
-from __future__ import annotations
-
 import json
 import os
 from pathlib import Path

@@ -5,8 +5,6 @@ matrix must agree with them (tests/test_stacks.py, tests/test_asv.py check). Use
 own (`kmicro stack add`, `kmicro env`), stored by kmicro.core.stack_config; every command
 resolves names against both.
 """
-from __future__ import annotations
-
 import hashlib
 import os
 import re
@@ -34,7 +32,7 @@ JIT = ("auto", "on", "off")  # --jit: auto = what a Keras train step does per ba
 class Stack:
     name: str
     backend: str  # KERAS_BACKEND
-    family: str  # adapter: keras3 | keras2
+    family: str  # adapter: keras3 | keras2 | keras1
     env_dir: str = ""  # built-in: virtual environment, relative to the checkout
     python: str = ""  # interpreter version
     requirements: str = ""  # built-in: pinned requirements file, relative to the checkout
@@ -90,6 +88,9 @@ STACKS = {
               "requirements/theano-2019.txt", default=False, env=_THEANO_ENV),
         Stack("tf1", "tensorflow", "keras2", ".envs/tf1", "3.7", "requirements/tf1.txt",
               default=False),
+        # Report 000's own stack (Keras 1.2.1 + Theano 0.8.2).
+        Stack("keras1-theano", "theano", "keras1", ".envs/keras1-theano", "3.6",
+              "requirements/keras1-theano.txt", default=False, env=_THEANO_ENV),
     ]
 }
 

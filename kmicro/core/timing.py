@@ -6,14 +6,13 @@ finished the work behind `step()`'s result; the adapters supply it. Every call i
 synchronised, but the clock is read once per sample of `loops` calls (pyperf-style):
 single sub-millisecond calls jitter by 10-60% on a small machine, averages do not.
 Tested with a fake clock, so nothing here may read time except through `clock`.
-Runs on every stack's Python (3.7 to 3.11).
+Runs on every stack's Python (3.6 to 3.11).
 """
-from __future__ import annotations
-
 import math
 import statistics
 import time
 from dataclasses import dataclass, field
+from typing import Optional
 
 __all__ = ["Policy", "Measurement", "first_call", "measure", "samples", "bare_loop", "in_turns",
            "per_call", "host_values"]
@@ -47,7 +46,7 @@ class Measurement:
 
     samples: list = field(default_factory=list)
     loops: int = 1
-    compile_s: float | None = None
+    compile_s: Optional[float] = None
     policy: Policy = field(default_factory=Policy)
 
     @property

@@ -4,8 +4,6 @@ A stack is a name, an interpreter, a KERAS_BACKEND, an adapter family and extra 
 variables. Bad input (a built-in name, a missing interpreter, one that cannot import keras or
 the backend, a malformed --env) is one UsageError, and nothing is written.
 """
-from __future__ import annotations
-
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,7 +16,7 @@ __all__ = ["BACKENDS", "FAMILIES", "parse_env", "check_name", "make", "save", "r
            "made_by_env", "create_variant"]
 
 BACKENDS = ("tensorflow", "jax", "torch", "numpy", "theano")
-FAMILIES = ("keras3", "keras2")
+FAMILIES = ("keras3", "keras2", "keras1")
 # Reads the interpreter's version and checks both imports exist without importing them
 # (importing a framework takes seconds; theano compiles).
 _PROBE = ("import importlib.util as u, platform, sys; "
@@ -112,7 +110,7 @@ def create_variant(name, base_name, overrides) -> Stack:
     lines = envs.requirements(_pins_of(base), overrides)
     env_dir = envs.envs_home() / name
     envs.build(env_dir, str(base.interpreter.resolve()), lines, overrides,
-               legacy=base.family == "keras2")
+               legacy=base.family != "keras3")
     try:
         stack = make(name, str(env_dir / "bin" / "python"), base.backend, base.family, base.env,
                      base=base.name, overrides=[o.describe() for o in overrides], pins=lines)

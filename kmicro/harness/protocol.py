@@ -7,8 +7,6 @@
 Framework chatter on stdout is redirected to stderr so it cannot corrupt the protocol.
 Runs on every stack's Python (3.7 to 3.11).
 """
-from __future__ import annotations
-
 import json
 import os
 import sys

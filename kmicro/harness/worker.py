@@ -2,10 +2,8 @@
 
 Loads the family's adapter (kmicro.backends.load) once, then answers jobs on the line
 protocol (kmicro/harness/protocol.py), each dispatched on its `kind` to kmicro/harness/jobs/.
-Runs on every stack's Python (3.7 to 3.11).
+Runs on every stack's Python (3.6 to 3.11).
 """
-from __future__ import annotations
-
 import argparse
 import gc
 import os

@@ -5,8 +5,6 @@ fractional shift and interpolates each image through scipy; here the shift is ro
 to whole pixels (at most +-3 on 32 px), which with 'nearest' fill is an index gather.
 The same code runs on every stack, so its cost is the same in every column.
 """
-from __future__ import annotations
-
 import numpy as np
 
 

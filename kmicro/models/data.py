@@ -5,8 +5,6 @@ Never downloads. Real data is read from CIFAR-10's "python version" pickle batch
 the Keras dataset cache or at --data PATH. Synthetic data has the same shape, dtype and
 label range, so the work per step is the same. Must import on Python 3.7.
 """
-from __future__ import annotations
-
 import pickle
 from dataclasses import dataclass
 from pathlib import Path

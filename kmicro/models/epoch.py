@@ -7,8 +7,6 @@ are dropped; each following step is one sample. epoch_s = median step x samples 
 (`--steps N`), or the wall time of a whole epoch (`--full-epoch`). Evaluation is the same
 with test steps over the 10,000 test samples. Must import on Python 3.7.
 """
-from __future__ import annotations
-
 import math
 import time
 from dataclasses import dataclass

@@ -6,10 +6,8 @@ Keras 2.2.4, 2.3.1 and 3, so both backend builders can hand the same description
 `build`. The only value that is not plain data, a weight regularizer, is a tagged tuple
 ("l2", factor) that `build` turns into the Keras object.
 
-Must import on Python 3.7 (the Keras 2 stacks run it inside their workers).
+Must import on Python 3.6 (the Keras 1 and 2 stacks run it inside their workers).
 """
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Optional
 

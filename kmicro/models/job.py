@@ -3,8 +3,6 @@
 Shared by the runner side and the worker side, so it must import on Python 3.7.
 Record fields follow the JSON contract with `model` in place of `op`.
 """
-from __future__ import annotations
-
 from dataclasses import asdict, dataclass
 from typing import Optional
 

@@ -4,8 +4,6 @@ Shown beside kmicro's own numbers, never mixed with them: other machines, other 
 Report 001's "ms/step" are what Keras 2's progress bar printed for `fit` on arrays, which
 is time per *sample* (82 s / 50,000 = 1.6 ms): cells keep the report's wording.
 """
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 __all__ = ["CPU_MEASURED", "CPU_MEASURED_REPORT_000", "FOOTNOTE", "ROWS", "Row"]

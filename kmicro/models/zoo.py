@@ -3,8 +3,6 @@
 Sources: the two user reports (report 000's cifar10_cnn, report 001's cut-down ResNet) and
 Keras' examples/cifar10_resnet.py (ResNet20 v1). Names are result ids: append-only.
 """
-from __future__ import annotations
-
 from kmicro.core.errors import UsageError
 from kmicro.models.graph import INPUT, Augment, Graph, ModelSpec, Optimizer
 

@@ -26,6 +26,8 @@ class Adapter(FamilyAdapter):
 
     family = "keras2"
     model_kind = "a Keras 2 model (keras.models.Model)"
+    build_layer = staticmethod(layers.build)  # (case, weights) -> (layer, placeholders, output)
+    build_spec = staticmethod(models.build)  # (spec, seed) -> (compiled model, optimizer)
 
     def __init__(self, device="auto", jit="auto"):
         self.impl = backend.load()
@@ -50,11 +52,17 @@ class Adapter(FamilyAdapter):
     def prepare(self, case, pass_name, weights, inputs, dy) -> Prepared:
         backend.fresh_graph()
         flip = self.impl.flips_kernels and case.op == "conv2d"
-        layer, xs, y = layers.build(case, layers.flip_kernel(weights) if flip else weights)
+        layer, xs, y = self.build_layer(case, layers.flip_kernel(weights) if flip else weights)
         # The gradient of a flipped kernel is flipped back to the reference layout.
-        flipped = len(xs) if flip and pass_name == "backward" else None
+        back = ((len(xs), lambda g: self.kernel_to_reference(case, g))
+                if flip and pass_name == "backward" else None)
         return self._compiled(layer, xs, y, pass_name, inputs, dy,
-                              training=pass_name != "forward", flipped=flipped)
+                              training=pass_name != "forward", kernel_back=back)
+
+    @staticmethod
+    def kernel_to_reference(case, gradient):
+        """A flipped kernel's gradient, flipped back to the reference layout."""
+        return layers.flip_kernel_gradient(gradient)
 
     def layer_pass(self, model, described, pass_name, inputs, dy) -> Prepared:
         """One model layer, rebuilt alone; learning phase 1 (the training step's branch:
@@ -63,7 +71,9 @@ class Adapter(FamilyAdapter):
         layer, xs, y = layers.rebuild(original, described, inputs)
         return self._compiled(layer, xs, y, pass_name, inputs, dy, training=True)
 
-    def _compiled(self, layer, xs, y, pass_name, inputs, dy, training, flipped=None):
+    def _compiled(self, layer, xs, y, pass_name, inputs, dy, training, kernel_back=None):
+        """`kernel_back`: (index among the gradients, function) that brings the kernel's
+        gradient back to the reference layout."""
         outputs = [y]
         if pass_name == "backward":
             # dy lives in a variable: no per-call host copy, no constant folding into the graph.
@@ -78,8 +88,9 @@ class Adapter(FamilyAdapter):
             """(y, grads or None) as NumPy arrays."""
             arrays = [np.asarray(a) for a in out]
             grads = arrays[1:] if pass_name == "backward" else None
-            if flipped is not None:
-                grads[flipped] = grads[flipped][::-1, ::-1]
+            if kernel_back is not None:
+                index, to_reference = kernel_back
+                grads[index] = to_reference(grads[index])
             return arrays[0], grads
 
         return Prepared(step=lambda: fn(feed), sync=_synchronous, outputs=split,
@@ -88,7 +99,7 @@ class Adapter(FamilyAdapter):
     # ---- models -------------------------------------------------------------------------
 
     def build_model(self, spec, seed=0) -> Trainer:
-        return self._trainer(*models.build(spec, seed))
+        return self._trainer(*self.build_spec(spec, seed))
 
     def compile_user(self, model) -> Trainer:
         return self._trainer(*models.compile_user(model))

@@ -4,12 +4,14 @@ from __future__ import absolute_import
 
 from kmicro.backends.keras2.backend import K, keras
 
-__all__ = ["build", "rebuild", "flip_kernel"]
+__all__ = ["build", "rebuild", "flip_kernel", "flip_kernel_gradient"]
 
 
-def build(case, weights):
-    """(layer, input placeholders, output tensor) with `weights` loaded; shapes checked."""
-    layer = getattr(keras.layers, case.layer)(**case.layer_kwargs())
+def build(case, weights, make_layer=None):
+    """(layer, input placeholders, output tensor) with `weights` loaded; shapes checked.
+    `make_layer(class name, kwargs)`: how this Keras spells the layer (Keras 2's own names)."""
+    make_layer = make_layer or (lambda name, kwargs: getattr(keras.layers, name)(**kwargs))
+    layer = make_layer(case.layer, case.layer_kwargs())
     xs = [K.placeholder(shape=tuple(case.input_shape), dtype=case.dtype)
           for _ in range(case.n_inputs)]
     y = layer(xs if case.n_inputs > 1 else xs[0])
@@ -41,3 +43,7 @@ def flip_kernel(weights):
     # the reference a cross-correlation: the same function needs the kernel flipped in H and W,
     # as keras.utils.conv_utils.convert_kernel does when moving weights between backends.
     return [weights[0][::-1, ::-1].copy()] + list(weights[1:])
+
+
+def flip_kernel_gradient(gradient):
+    return gradient[::-1, ::-1]

@@ -11,7 +11,8 @@ import numpy as np
 from kmicro.backends.keras2.backend import K, fresh_graph, keras
 from kmicro.models import graph
 
-__all__ = ["USER_OPTIMIZER", "build", "compile_user", "without", "layers", "describe", "io"]
+__all__ = ["USER_OPTIMIZER", "build", "make_optimizer", "compile_user", "without", "layers",
+           "describe", "io"]
 
 USER_OPTIMIZER = "keras.optimizers.Adam(lr=0.001)"
 
@@ -22,7 +23,7 @@ def build(spec, seed):
     np.random.seed(seed)  # Keras 2 initialisers draw from NumPy on Theano
     K.set_image_data_format("channels_last")
     model = graph.build(spec, keras)
-    optimizer, described = _optimizer(spec.optimizer)
+    optimizer, described = make_optimizer(spec.optimizer)
     model.compile(optimizer=optimizer, loss=spec.loss, metrics=["accuracy"])
     return model, described
 
@@ -36,7 +37,7 @@ def compile_user(model):
     return model, USER_OPTIMIZER
 
 
-def _optimizer(spec):
+def make_optimizer(spec):
     """(Keras 2 optimizer, how it was built). `lr`/`decay` are spelled as in 2.2.4 (2.3.1 accepts them)."""
     if spec.name == "adam":
         return keras.optimizers.Adam(lr=spec.learning_rate), \

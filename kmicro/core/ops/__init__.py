@@ -2,8 +2,6 @@
 
 A new op is one module here (a subclass of base.Op) plus one line in REGISTERED.
 """
-from __future__ import annotations
-
 from kmicro.core.ops import activation, add, batchnorm, conv2d, dense, dropout, flatten, pooling
 from kmicro.core.ops.base import Op
 

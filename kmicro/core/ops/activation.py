@@ -1,6 +1,4 @@
 """Activation (relu, softmax, linear); Dense reuses `apply` for its fused activation."""
-from __future__ import annotations
-
 import numpy as np
 
 from kmicro.core.ops.base import Op

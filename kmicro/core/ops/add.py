@@ -1,6 +1,4 @@
 """Add: the element-wise sum of several tensors of one shape."""
-from __future__ import annotations
-
 import numpy as np
 
 from kmicro.core.ops.base import Op

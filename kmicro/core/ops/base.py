@@ -5,8 +5,6 @@ constructor arguments), which seeded weights it gets, how the float64 NumPy refe
 computes it and what it costs in textbook FLOPs. The reference works on channels_last
 float64 arrays; kmicro.core.reference transposes channels_first cases in and out.
 """
-from __future__ import annotations
-
 import abc
 
 import numpy as np

@@ -1,6 +1,4 @@
 """BatchNormalization over the channel axis: batch statistics in training, moving ones otherwise."""
-from __future__ import annotations
-
 import numpy as np
 
 from kmicro.core.ops.base import Op, channels

@@ -1,6 +1,4 @@
 """Conv2D: a square kernel, stride 1, 'same' or 'valid' padding, as im2col + matmul."""
-from __future__ import annotations
-
 import numpy as np
 
 from kmicro.core.ops.base import Op, channels, he_normal_kernel_and_bias, windows

@@ -1,6 +1,4 @@
 """Dense, with its optional fused activation."""
-from __future__ import annotations
-
 from kmicro.core.ops import activation
 from kmicro.core.ops.base import Op, he_normal_kernel_and_bias
 

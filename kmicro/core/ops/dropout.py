@@ -1,6 +1,4 @@
 """Dropout: identity in inference; in training the backend's keep-mask, scaled by 1/(1-rate)."""
-from __future__ import annotations
-
 import numpy as np
 
 from kmicro.core.ops.base import Op

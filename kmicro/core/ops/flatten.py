@@ -1,6 +1,4 @@
 """Flatten: (N, ...) -> (N, features); a reshape, no arithmetic."""
-from __future__ import annotations
-
 from kmicro.core.ops.base import Op
 
 __all__ = ["Flatten"]

@@ -1,6 +1,4 @@
 """MaxPooling2D and AveragePooling2D: square windows, stride = pool size unless given."""
-from __future__ import annotations
-
 import abc
 
 import numpy as np

@@ -9,8 +9,6 @@ compiled and checked between its bursts. Tasks (the job's `task`):
            "samples": [mean seconds per call of each sample]}
   release  {"case_id": ID} -> nothing; the case's compiled passes are dropped
 """
-from __future__ import annotations
-
 import gc
 
 from kmicro.core import cases, timing

@@ -10,8 +10,6 @@ The built model is cached per worker (kmicro/harness/jobs/built_models.py), so l
 reuse the model the step trained. The CLI side imports this module for `blank_record`:
 no framework at module level.
 """
-from __future__ import annotations
-
 import numpy as np
 
 from kmicro.backends.base import UnsupportedPass

@@ -1,7 +1,5 @@
 """The models an attribution worker builds: a zoo model or the user's module:function, whole
 or without one layer type, each built and compiled once per worker."""
-from __future__ import annotations
-
 import importlib
 import sys
 from dataclasses import replace

@@ -4,8 +4,6 @@ compiled step, in interleaved rounds (`kmicro calibrate`: the harness's own over
 A job is an op job (kmicro/harness/jobs/op.py) with "kind": "calibrate" and
 "calibrate": the number of rounds.
 """
-from __future__ import annotations
-
 import statistics
 
 from kmicro.backends.base import UnsupportedPass

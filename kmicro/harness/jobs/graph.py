@@ -6,8 +6,6 @@ what they mean for a user is kmicro/analysis/diagnose.py's job:
   {"type": "finding", "case": ID, "data_format": F, "name": N, "value": V}
   {"type": "error", "case": ID, "data_format": F, "error": "..."}   a case that failed
 """
-from __future__ import annotations
-
 from kmicro.harness.protocol import Job, message
 
 __all__ = ["KIND", "PASS", "job", "blank", "run"]

@@ -1,7 +1,5 @@
 """Job kind "model": one zoo model trained for its timed steps (or a full epoch) on this
 stack, one record (kmicro/models/job.py's) per job. The payload is a models.job.Settings."""
-from __future__ import annotations
-
 from kmicro.backends.base import UnsupportedPass
 from kmicro.harness.protocol import message
 from kmicro.models import data as data_mod

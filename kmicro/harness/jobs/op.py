@@ -3,8 +3,6 @@ before it is timed.
 
 A job is {"kind": "op", "case": {...}, "passes": [...], "quick": bool, "seed": int}.
 """
-from __future__ import annotations
-
 import gc
 
 from kmicro.backends.base import UnsupportedPass
