@@ -21,11 +21,14 @@ def test_keras2_spellings_in_keras1_words():
         "Dense", {"output_dim": 10, "activation": "softmax"})
     assert translate("Dropout", {"rate": 0.25}) == ("Dropout", {"p": 0.25})
     assert translate("Add", {}) == ("Merge", {"mode": "sum"})
+    assert translate("Flatten", {"data_format": "channels_last"}) == ("Flatten", {})
 
 
 def test_what_keras1_cannot_say_is_named():
     with pytest.raises(ValueError, match="dilation_rate"):
         translate("Conv2D", {"filters": 8, "kernel_size": 3, "dilation_rate": 2})
+    with pytest.raises(ValueError, match="data_format='channels_first'"):
+        translate("Flatten", {"data_format": "channels_first"})  # Keras 2 reorders; 1 cannot
     with pytest.raises(ValueError, match="Keras 1 has no SeparableConv2D"):
         translate("SeparableConv2D", {})
 
@@ -50,7 +53,11 @@ def test_worker_code_compiles_on_python_3_6():
 def test_keras1_every_op_and_layout_matches_the_reference():
     records = _run(_stack("keras1-theano"), _one_case_per_op())
     assert len(records) == len(cases.OPS) * len(cases.PASSES) * len(cases.DATA_FORMATS)
-    assert not _not_ok(records)
+    # Keras 1's Flatten has no data_format: it flattens channels_first in memory order, which
+    # Keras 2 and the reference reorder first. Said, not guessed.
+    unsupported = [r for r in records if r["status"] == "unsupported"]
+    assert {(r["op"], r["data_format"]) for r in unsupported} == {("flatten", "channels_first")}
+    assert not _not_ok([r for r in records if r not in unsupported])
     assert {r["versions"]["keras"] for r in records} == {"1.2.1"}
     assert {r["versions"]["theano"] for r in records} == {"0.8.2"}
     assert {r["python"][:3] for r in records} == {"3.6"} and {r["device"] for r in records} == {"cpu"}

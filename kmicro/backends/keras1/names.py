@@ -45,6 +45,8 @@ def translate(layer, kwargs):
         if key == "kernel_size":
             out["nb_row"], out["nb_col"] = _pair(value)
             continue
+        if name == "Flatten" and key == "data_format" and value == "channels_last":
+            continue  # Keras 1 flattens in memory order: the channels_last order
         if key not in words:
             raise ValueError("Keras 1's {} has no counterpart of {}={!r}".format(name, key, value))
         if key == "data_format":

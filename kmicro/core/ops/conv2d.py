@@ -46,5 +46,5 @@ class Conv2D(Op):
 def _pad(x, k, padding):
     if padding == "same":
         lo = (k - 1) // 2
-        return np.pad(x, ((0, 0), (lo, k - 1 - lo), (lo, k - 1 - lo), (0, 0)))
+        return np.pad(x, ((0, 0), (lo, k - 1 - lo), (lo, k - 1 - lo), (0, 0)), "constant")
     return x
