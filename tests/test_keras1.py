@@ -7,7 +7,7 @@ from test_keras2 import _not_ok, _one_case_per_op, _run, _stack
 
 from kmicro.backends.keras1.names import translate
 from kmicro.core import cases, stacks
-from conftest import ROOT
+from conftest import KMICRO, ROOT, load
 
 
 def test_keras2_spellings_in_keras1_words():
@@ -60,4 +60,18 @@ def test_keras1_every_op_and_layout_matches_the_reference():
     assert not _not_ok([r for r in records if r not in unsupported])
     assert {r["versions"]["keras"] for r in records} == {"1.2.1"}
     assert {r["versions"]["theano"] for r in records} == {"0.8.2"}
-    assert {r["python"][:3] for r in records} == {"3.6"} and {r["device"] for r in records} == {"cpu"}
+    assert {r["python"][:3] for r in records} == {"3.6"}
+    assert {r["device"] for r in records} == {"cpu"}
+
+
+def test_keras1_trains_report_000s_model(tmp_path):
+    # Report 000's cifar10_cnn, built from the zoo in Keras 1's words, with its SGD.
+    _stack("keras1-theano")
+    out = tmp_path / "models.json"
+    p = subprocess.run([*KMICRO, "models", "--stacks", "keras1-theano", "--models",
+                        "cifar10_cnn", "--steps", "3", "--json", str(out)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert p.returncode == 0, p.stdout[-800:] + p.stderr[-800:]
+    (r,) = [r for r in load(out) if r["kind"] == "model"]
+    assert r["status"] == "ok" and r["step_s"] > 0 and r["augment"] is True
+    assert r["versions"]["keras"] == "1.2.1" and "nesterov=True" in r["optimizer"]

@@ -107,7 +107,7 @@ class Adapter(FamilyAdapter):
     def _trainer(self, model, optimizer) -> Trainer:
         return Trainer(train=model.train_on_batch, test=model.test_on_batch,
                        device=lambda x: self._device(model, x), optimizer=optimizer,
-                       params=model.count_params())
+                       params=int(model.count_params()))  # Keras 1: a NumPy int
 
     def _device(self, model, x) -> str:
         if not self.use_gpu:
