@@ -5,8 +5,12 @@ import subprocess
 
 import pytest
 
+import numpy as np
+
 from conftest import KMICRO, ROOT, load
 from keras_repo import history
+
+from kmicro.analysis import ab, bisect as bisect_mod
 
 ENVS = ROOT / ".cache" / "test-envs"  # per-commit environments, kept between runs
 CASE = ("--case", "dense(units=10)@32x512", "--pass", "forward", "--from", "numpy",
@@ -53,3 +57,35 @@ def test_bad_revisions_are_one_line_exit_2(args, text, tmp_path):
                        env=dict(os.environ, KMICRO_CONFIG=str(tmp_path / "s.json")))
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and text in p.stderr, p.stderr
     assert not out.exists()  # bad input leaves no empty results file behind
+
+
+def _rounds(ratio, n, seed, spread=0.08, pairs=5):
+    """An A/B record's rounds: B = ratio x A under per-pair noise (sides of a round share drift)."""
+    rng = np.random.default_rng(seed)
+    a = 300e-6 * np.exp(rng.normal(0, 0.2, n))
+    b = a * ratio * np.exp(rng.normal(0, spread, n))
+    groups = np.repeat(range(pairs), -(-n // pairs))[:n].tolist()
+    return dict(times_a_s=a.tolist(), times_b_s=b.tolist(), round_pairs=groups, status="ok")
+
+
+def test_pooled_rounds_keep_each_runs_worker_pairs_apart():
+    first, more = _rounds(1.1, 25, 1), _rounds(1.1, 25, 2)
+    both = ab.pooled(first, more, 0.03)
+    assert both["rounds"] == 50 and both["round_pairs"][25:] == [g + 5 for g in
+                                                                  more["round_pairs"]]
+    assert both["times_a_s"] == first["times_a_s"] + more["times_a_s"]
+    assert both["ci_low"] <= both["ratio"] <= both["ci_high"]
+
+
+def test_a_commit_that_cannot_be_told_apart_from_either_end_is_not_settled():
+    # 1.096 (0.933-1.204) against an end of 1.11: it excludes neither good (1) nor bad.
+    unsure = dict(verdict="same", ratio=1.096, ci_low=0.933, ci_high=1.204)
+    assert bisect_mod._step_call(unsure, 1.11, final=False) == dict(call=None, settled=False)
+    # Out of runs: the side of the midpoint (sqrt 1.11 = 1.054) the estimate lies on.
+    assert bisect_mod._step_call(unsure, 1.11, final=True)["call"] == "slower"
+    like_good = dict(verdict="same", ratio=1.0, ci_low=0.95, ci_high=1.06)
+    assert bisect_mod._step_call(like_good, 1.11, final=False) == dict(call="not slower",
+                                                                       settled=True)
+    # A "no change" of the ends is settled only once the interval rules out the minimum effect.
+    assert not bisect_mod._end_call(dict(verdict="same", ci_high=1.05), 0.03)["settled"]
+    assert bisect_mod._end_call(dict(verdict="same", ci_high=1.02), 0.03)["settled"]

@@ -18,7 +18,7 @@ from kmicro.core import cases as cases_mod
 from kmicro.core import records
 from kmicro.harness import runner
 
-__all__ = ["Settings", "run"]
+__all__ = ["Settings", "run", "pooled"]
 
 
 @dataclass(frozen=True)
@@ -210,6 +210,7 @@ def _judge(pair, confidence=ab_stats.CONFIDENCE) -> ab_stats.Comparison:
 def _base(sides, case_id, pass_name, rec_a, rec_b) -> dict:
     info = dict(stack=f"{sides[0].stack.name} vs {sides[1].stack.name}",
                 backend=rec_b.get("backend"), versions=rec_b.get("versions", {}),
+                malloc=rec_b.get("malloc"),
                 python=rec_b.get("python"), device=rec_b.get("device"),
                 device_name=rec_b.get("device_name"), jit=rec_b.get("jit"))
     return records.new(
@@ -222,17 +223,31 @@ def _base(sides, case_id, pass_name, rec_a, rec_b) -> dict:
 
 
 def _record(sides, key, pair, min_effect) -> dict:
-    judged = _judge(pair)
     record = _base(sides, key[0], key[1], *pair.prepared)
-    a, b = (statistics.median(t) for t in pair.times)
-    record.update(status="ok", median_a_s=a, median_b_s=b, median_s=b, ratio=judged.ratio,
-                  ci_low=judged.ci_low, ci_high=judged.ci_high, mde=judged.mde,
-                  verdict=judged.verdict(min_effect), rounds=judged.rounds,
-                  min_effect=min_effect,
-                  max_rel_err=max(r["max_rel_err"] for r in pair.prepared),
-                  compile_s=pair.prepared[1]["compile_s"], times_a_s=pair.times[0],
-                  times_b_s=pair.times[1], round_pairs=pair.groups)
+    record.update(status="ok", max_rel_err=max(r["max_rel_err"] for r in pair.prepared),
+                  compile_s=pair.prepared[1]["compile_s"],
+                  **_judged(pair.times, pair.groups, min_effect))
     return record
+
+
+def _judged(times, groups, min_effect) -> dict:
+    """The fields of a record that come from its rounds."""
+    judged = ab_stats.compare(times[0], times[1], ab_stats.CONFIDENCE, groups)
+    a, b = (statistics.median(t) for t in times)
+    return dict(median_a_s=a, median_b_s=b, median_s=b, ratio=judged.ratio,
+                ci_low=judged.ci_low, ci_high=judged.ci_high, mde=judged.mde,
+                verdict=judged.verdict(min_effect), rounds=judged.rounds,
+                min_effect=min_effect, times_a_s=list(times[0]), times_b_s=list(times[1]),
+                round_pairs=list(groups))
+
+
+def pooled(first, more, min_effect) -> dict:
+    """One record of the rounds of two runs of the same comparison (`more` ran after `first`,
+    on worker pairs of its own): `more`'s record, judged on both runs' rounds."""
+    offset = max(first["round_pairs"]) + 1
+    groups = first["round_pairs"] + [g + offset for g in more["round_pairs"]]
+    times = (first["times_a_s"] + more["times_a_s"], first["times_b_s"] + more["times_b_s"])
+    return dict(more, **_judged(times, groups, min_effect))
 
 
 def _unmeasured(sides, case_id, rec_a, rec_b) -> dict:

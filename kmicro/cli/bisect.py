@@ -26,6 +26,9 @@ def add_parser(subparsers):
                    help="a catalog case id, e.g. 'batchnorm()@32x32x32x16/cl'")
     p.add_argument("--pass", dest="pass_name", default="forward", choices=cases.PASSES)
     common.add_judging_flags(p, "smallest slowdown worth finding, as a fraction (default 0.03)")
+    p.add_argument("--extend", type=int, default=2, metavar="N",
+                   help="more kmicro ab runs (fresh worker pairs) for a commit whose call is "
+                        "not settled (default 2)")
     common.add_device_flag(p)
     p.add_argument("--json", help="results file (default: results/bisect-<time>.json)")
     return p
@@ -41,6 +44,8 @@ def run(args) -> int:
         raise UsageError(f"unknown case {args.case!r}; valid: catalog ids such as "
                          + ", ".join(list(catalog)[:3]) + " (kmicro ops --json lists them)")
     settings = common.judging_settings(args)
+    if not 0 <= args.extend <= 10:
+        raise UsageError("expected 0 <= --extend <= 10")
     path, kept = common.results_path(args), []
 
     def keep(record):  # the file appears with the first judged commit, not on bad input
@@ -52,7 +57,7 @@ def run(args) -> int:
                         catalog[args.case], args.pass_name,
                         common.run_options(args, timeout_s=300.0), settings,
                         lambda text: print(f"kmicro bisect: {text}", file=sys.stderr, flush=True),
-                        keep)
+                        keep, extend=args.extend)
     console = common.make_console()
     console.print(_table(result))
     if result.ends_differ:
@@ -61,12 +66,21 @@ def run(args) -> int:
                       f"{result.first_slow.subject} (ratio {slow['ratio']:.3f}, 95% CI "
                       f"{slow['ci_low']:.3f}-{slow['ci_high']:.3f} against {result.good.sha[:10]})",
                       soft_wrap=True)
+        guessed = [c.sha[:10] for c, r in result.tested if not r["settled"]]
+        if guessed:
+            console.print(f"not settled after every extra run, called by the side of the "
+                          f"midpoint their estimate lies on: {', '.join(guessed)}",
+                          soft_wrap=True)
     else:
         end = result.tested[0][1]
         console.print(f"no significant change between {result.good.sha[:10]} and "
                       f"{result.bad.sha[:10]}: ratio {end['ratio']:.3f}, 95% CI "
                       f"{end['ci_low']:.3f}-{end['ci_high']:.3f}, minimum effect "
                       f"{args.min_effect:.0%}; no commit named", soft_wrap=True)
+        if not end["settled"]:
+            console.print(f"  (after {end['rounds']} rounds the interval still reaches "
+                          f"{end['ci_high'] - 1:+.1%}: a slowdown that small is not ruled out)",
+                          soft_wrap=True)
     console.print(f"results: {path}")
     return 0
 
@@ -76,9 +90,10 @@ def _table(result):
 
     table = Table(title=f"every tested commit against good {result.good.sha[:10]} "
                         f"({result.good.subject[:40]})")
-    for col in ("commit", "subject", "B/A", "95% CI", "verdict", "rounds"):
+    for col in ("commit", "subject", "B/A", "95% CI", "verdict", "call", "rounds"):
         table.add_column(col, justify="right" if col in ("B/A", "95% CI", "rounds") else "left")
     for commit, r in result.tested:
-        table.add_row(commit.sha[:10], commit.subject[:50], f"{r['ratio']:.3f}",
-                      f"{r['ci_low']:.3f}-{r['ci_high']:.3f}", r["verdict"], str(r["rounds"]))
+        table.add_row(commit.sha[:10], commit.subject[:44], f"{r['ratio']:.3f}",
+                      f"{r['ci_low']:.3f}-{r['ci_high']:.3f}", r["verdict"],
+                      r["call"] + ("" if r["settled"] else " (not settled)"), str(r["rounds"]))
     return table
