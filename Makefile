@@ -13,7 +13,7 @@ PY_tf1 := 3.7
 PY_keras1-theano := 3.6
 
 .PHONY: env legacy openblas chromium bench test calibrate clean asv-machine asv-check asv-quick asv-run \
-        asv-versions asv-find asv-html asv-preview asv-reference
+        asv-versions asv-find asv-html asv-preview asv-reference asv-keras1
 
 env: $(STAMP) .envs/theano/.installed
 
@@ -111,6 +111,28 @@ asv-reference: env
 	  $(VENV)/bin/kmicro stack list | grep -qx "asv-ref-$$b" || \
 	  $(VENV)/bin/kmicro env "asv-ref-$$b" --from "$$b" --set kmicro@$(ASV_REFERENCE_REV) --repo . \
 	  || exit 2; done
+
+# keras1-theano (report 000's stack, Python 3.6) is an existing asv environment, the stack's own
+# .envs/keras1-theano: asv can neither create a Python 3.6 virtualenv nor build kmicro's wheel
+# there. ASV_KERAS1_PY wraps its interpreter with asv's runner (installed apart, in ASV36) and
+# this checkout's kmicro on its path, for the 3.6 processes only (asv itself runs in .venv).
+ASV36 := .asv/runner-py3.6
+ASV_KERAS1_PY := .asv/keras1-theano/python
+$(ASV_KERAS1_PY): requirements/asv-runner-py3.6.txt .envs/keras1-theano/.installed
+	$(PIP) install --upgrade --no-deps --only-binary :all: --python-version 3.6 \
+	  --ignore-requires-python --target $(ASV36) -r $<
+	mkdir -p $(@D)
+	@# asv's benchmark.py drops PYTHONPATH from sys.path after importing the runner; it keeps
+	@# ASV_PYTHONPATH.
+	printf '#!/bin/sh\nPYTHONPATH="%s" ASV_PYTHONPATH="%s" KERAS_BACKEND=theano exec "%s" "$$@"\n' \
+	  "$(CURDIR)/$(ASV36)" "$(CURDIR)" "$(CURDIR)/.envs/keras1-theano/bin/python" > $@
+	chmod +x $@
+
+# asv check, then a real run of the fast subset (or BENCH), nothing saved.
+asv-keras1: env asv-machine $(ASV_KERAS1_PY)
+	$(ASV_ENV) $(ASV) check -E existing:$(ASV_KERAS1_PY)
+	$(ASV_ENV) $(ASV) run -E existing:$(ASV_KERAS1_PY) --quick -n $(LAUNCH) \
+	  -b '$(or $(BENCH),$(ASV_QUICK))'
 
 # Bisect one benchmark over a commit range in one stack's asv environment (docs/asv-bisect.md):
 #   make asv-find RANGE=GOOD~1..BAD [BENCH=regex] [BACKEND=jax|tensorflow|torch|numpy|theano]

@@ -6,17 +6,28 @@ so Keras and its backend) is imported lazily, in the benchmark's own process: a 
 preloaded it would fork a process already running the framework's threads (docs/asv.md).
 """
 import os
+import sys
 
 from kmicro import backends
 from kmicro.core.stacks import STACKS
 
 BACKEND = os.environ.get("KERAS_BACKEND", "tensorflow")  # set by asv.conf.json's env_nobuild
-FAMILY = "keras2" if BACKEND == "theano" else "keras3"  # Keras 2 only in the theano env
-if BACKEND == "theano":
-    # The theano stack's flags (CPU, OpenBLAS), kept out of asv.conf.json so the environment's
-    # name stays short; Theano's own compile cache, not the checkout's.
-    for _key, _value in STACKS["theano"].env:
-        os.environ.setdefault(_key, _value.split(",compiledir=")[0])
+
+
+def _stack():
+    """The built-in stack this environment is: its backend at this Python (theano 3.9, Keras 2;
+    keras1-theano 3.6, Keras 1: an existing environment, docs/asv.md); else Keras 3."""
+    python = "{}.{}".format(*sys.version_info[:2])
+    same = [s for s in STACKS.values() if s.backend == BACKEND and s.python == python]
+    return same[0] if same else STACKS["theano" if BACKEND == "theano" else "tensorflow"]
+
+
+STACK = _stack()
+FAMILY = STACK.family
+# The stack's flags (Theano: CPU, OpenBLAS), kept out of asv.conf.json so the environment's
+# name stays short; Theano's own compile cache, not the checkout's.
+for _key, _value in STACK.env:
+    os.environ.setdefault(_key, _value.split(",compiledir=")[0])
 _CACHE = {}
 
 

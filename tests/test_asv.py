@@ -121,3 +121,47 @@ def test_relative_suite_stores_each_ratio_against_the_reference():
                 and r["pass"] == "forward"]
     assert dense["kind"] == "ab" and dense["stack_a"] == "numpy"
     assert dense["ci_low"] <= dense["ratio"] <= dense["ci_high"]
+
+
+# --- keras1-theano: an existing asv environment (Python 3.6), `make asv-keras1` --------------
+KERAS1_PY = ROOT / ".asv" / "keras1-theano" / "python"  # the Makefile's ASV_KERAS1_PY
+
+
+def _keras1_python():
+    if not stacks.STACKS["keras1-theano"].installed:
+        pytest.skip("stack keras1-theano is not installed (make legacy)")
+    if not KERAS1_PY.exists():
+        pytest.skip(f"no {KERAS1_PY.relative_to(ROOT)} (make asv-keras1)")
+    return f"existing:{KERAS1_PY.relative_to(ROOT)}"
+
+
+def test_keras1_runner_is_the_release_asv_drives():
+    runner36 = asvconf.pins("requirements/asv-runner-py3.6.txt")
+    assert runner36["asv-runner"] == asvconf.pins("requirements/keras3.txt")["asv-runner"]
+
+
+def test_benchmarks_run_the_keras1_adapter_at_python_3_6():
+    python = stacks.STACKS["keras1-theano"].interpreter
+    if not python.exists():
+        pytest.skip("stack keras1-theano is not installed (make legacy)")
+    # The suites' modules on Python 3.6 (discovery imports them all; Keras is imported later).
+    code = ("import benchmarks.ops, benchmarks.models, benchmarks.relative as r; "
+            "from benchmarks import common as c; print(c.STACK.name, c.FAMILY)")
+    p = subprocess.run([str(python), "-c", code], cwd=ROOT, capture_output=True, text=True,
+                       env=dict(os.environ, KERAS_BACKEND="theano", PYTHONPATH=str(ROOT)))
+    assert p.returncode == 0, p.stderr[-800:]
+    assert p.stdout.split() == ["keras1-theano", "keras1"]
+
+
+@pytest.mark.slow
+def test_asv_check_and_a_quick_run_on_keras1_theano():
+    env = _keras1_python()
+    p = asv("-v", "check", "-E", env)
+    assert p.returncode == 0 and "No problems found" in p.stdout, p.stdout + p.stderr
+    p = asv("run", "-E", env, "--quick", "-n", "--launch-method", "forkserver",
+            "-b", DENSE.format("forward"), "-b", DENSE.format("backward"))
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    for pass_name in ("forward", "backward"):  # Keras 1 has gradients: both are timed
+        assert re.search(rf"dense\(units=10\)@32x512\s+{pass_name}\s+[0-9.]+±[0-9.]+\S*s",
+                         out), out

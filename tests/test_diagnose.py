@@ -1,8 +1,11 @@
-"""kmicro.diagnose from real compiled Keras 2 graphs (Theano on the CPU, TF1 when installed)."""
+"""kmicro.diagnose from real compiled Keras 2 and Keras 1 graphs (Theano on the CPU; TF1 and
+keras1-theano when `make legacy` built them)."""
 import json
 
 import pytest
 from rich.console import Console
+
+from conftest import load
 
 from kmicro.analysis import diagnose
 from kmicro.harness import runner
@@ -83,6 +86,55 @@ def test_tf1_channels_last_bn_is_fused_channels_first_is_not():
     by = _by_case(records)
     assert by[("channels_last", "batchnorm()")]["facts"]["backward.fused_bn_ops"]
     assert not by[("channels_first", "batchnorm()")]["facts"]["backward.fused_bn_ops"]
+
+
+@pytest.fixture(scope="module")
+def keras1_records():
+    return diagnose.run([_stack("keras1-theano")], runner.Options(quick=True),
+                        parts=("bn", "model"))
+
+
+def test_keras1_bn_is_generic_reductions_without_a_bn_op(keras1_records):
+    # Theano 0.8.2 has no batch_normalization_train: Keras 1.2.1's BatchNormalization(mode=0)
+    # is x.mean/x.var (Sum reductions) and elementwise ops, in both layouts.
+    by = _by_case(keras1_records)
+    for data_format in ("channels_last", "channels_first"):
+        r = by[(data_format, "batchnorm()")]
+        assert r["status"] == "ok", r["error"]
+        assert r["versions"]["keras"] == "1.2.1" and r["device"] == "cpu"
+        facts = r["facts"]
+        assert facts["theano_bn_train_op"] is False
+        classes = facts["backward.op_classes"]
+        assert classes.get("Sum", 0) > 0 and classes.get("Elemwise", 0) > 0
+        assert not [c for c in classes if "BatchNorm" in c or "Dnn" in c or "Gpu" in c]
+        assert 0 < facts["forward_train.batch_reductions"] < facts["backward.batch_reductions"]
+        path = _finding(r, "bn_path")
+        assert "no BN op" in path["value"] and "batch_normalization_train" in path["meaning"]
+        assert "Sum x" in _finding(r, "bn_op_classes")["value"]
+        assert _finding(r, "device")["value"].startswith("cpu")
+    assert _finding(by[("channels_last", "batchnorm()")], "bn_path")["level"] == "warn"
+
+
+def test_keras1_predict_is_diagnosed_like_keras2(keras1_records):
+    model = _by_case(keras1_records)[("channels_last", diagnose.MODEL_CASE)]
+    assert model["status"] == "ok", model["error"]
+    facts = model["facts"]["default"]
+    assert facts["bn_layers"] == 4 and facts["predict_s"] > 0
+    assert _finding(model, "predict_runs_training_branch")["value"].startswith(
+        "yes" if facts["reductions_executed_per_batch"] else "no")
+
+
+def test_cli_diagnoses_keras1_and_says_keras3_is_unsupported(kmicro, tmp_path):
+    _stack("keras1-theano")
+    out = tmp_path / "d.json"
+    p = kmicro("diagnose", "--stacks", "keras1-theano,jax", "--quick", "--json", str(out))
+    assert p.returncode == 0, p.stdout[-800:] + p.stderr[-800:]
+    by_stack = {}
+    for r in load(out):
+        by_stack.setdefault(r["stack"], []).append(r)
+    assert {r["status"] for r in by_stack["keras1-theano"]} == {"ok"}
+    (jax,) = by_stack["jax"]
+    assert jax["status"] == "unsupported" and "keras1-theano" in jax["error"]
 
 
 @pytest.mark.parametrize("fault, status, text", [("hang", "timeout", "timeout of 5 s"),

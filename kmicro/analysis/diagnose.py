@@ -16,7 +16,10 @@ from kmicro.core.stacks import worker_env
 from kmicro.harness import runner
 from kmicro.harness.jobs import graph
 
-__all__ = ["PARTS", "MODEL_CASE", "run", "stack_records", "table"]
+__all__ = ["FAMILIES", "PARTS", "MODEL_CASE", "run", "stack_records", "table"]
+
+# Keras families with static graphs to read (Keras 3 builds BN from primitive ops everywhere).
+FAMILIES = ("keras2", "keras1")
 
 # bn: the catalog's BN case, both layouts; model: report 001's model predict (Theano);
 # inplace: the same predict again with THEANO_FLAGS optimizer_excluding=inplace, for the cost.
@@ -44,10 +47,10 @@ def run(stack_list, options, parts=PARTS) -> list:
 
 
 def stack_records(stack, options, parts=PARTS) -> list:
-    if stack.family != "keras2":
+    if stack.family not in FAMILIES:
         return [_record(stack, {}, "-", None, "unsupported",
-                        "diagnose reads Keras 2 graphs (theano, theano-2019, tf1); Keras 3 builds "
-                        "BN from primitive ops on every backend")]
+                        "diagnose reads Keras 2 and Keras 1 graphs (theano, theano-2019, tf1, "
+                        "keras1-theano); Keras 3 builds BN from primitive ops on every backend")]
     if not stack.installed:
         return [_record(stack, {}, "-", None, "skipped",
                         f"stack {stack.name} is not installed (no {stack.interpreter})")]
@@ -123,7 +126,9 @@ def _theano_bn(data_format, f, info, requested) -> list:
     cudnn = f["forward_train.cudnn_bn_ops"] + f["backward.cudnn_bn_ops"]
     axes = tuple(f["bn_axes"])
     found = [_device(info.get("device", "cpu"), gpu_ops, requested)]
-    if cudnn:
+    if f.get("theano_bn_train_op") is False and not cudnn:
+        found.append(_old_theano_bn_path(data_format, axes, gpu_ops))
+    elif cudnn:
         found.append(_finding("bn_path", f"cuDNN ({cudnn} GpuDnnBatchNorm ops)", "info",
                               "BN runs as cuDNN's batch-norm kernel: the fast GPU path"))
     elif data_format == "channels_last":
@@ -137,6 +142,12 @@ def _theano_bn(data_format, f, info, requested) -> list:
             f"axes {axes} are cuDNN-eligible, but " + (
                 "this graph has no cuDNN BN op: check theano.gpuarray.dnn.dnn_available()"
                 if gpu_ops else "this Theano runs on the CPU, where BN is reductions in any layout")))
+    if "backward.op_classes" in f:
+        found.append(_finding(
+            "bn_op_classes", _op_summary(f["backward.op_classes"]), "info",
+            "the op classes of the compiled forward+backward graph (Theano Apply nodes, most "
+            "frequent first): a BN op by name (AbstractBatchNorm*, GpuDnnBatchNorm*) or only "
+            "generic ones (Elemwise, Sum reductions, DimShuffle)"))
     found.append(_finding(
         "bn_reductions_train_forward", f["forward_train.batch_reductions"], "info",
         f"Sum reductions over the batch axes {axes} in the training forward (mean, variance); "
@@ -146,6 +157,30 @@ def _theano_bn(data_format, f, info, requested) -> list:
         "the same in forward+backward (about 8 per BN layer on a CPU): unfused BN costs several "
         "passes over the activations, which is why it about doubles a CPU training step"))
     return found
+
+
+def _old_theano_bn_path(data_format, axes, gpu_ops) -> dict:
+    """BN on a Theano without batch_normalization_train (0.8.x): what Keras 1.2.1 builds."""
+    why = ("this Theano has no batch_normalization_train: Keras 1.2.1's BatchNormalization(mode=0) "
+           "computes the batch statistics with x.mean/x.var (Sum reductions) and normalises with "
+           "elementwise ops; only axes (0, 2, 3) (channels_first, axis=1) on Theano's old GPU "
+           "backend (device=gpu) would call cuDNN's dnn_batch_normalization_train")
+    if data_format == "channels_last":
+        return _finding("bn_path", "generic reductions, no BN op, no cuDNN", "warn",
+                        f"{why}; channels_last (axes {axes}) never does: on a GPU switch to "
+                        "channels_first with axis=1")
+    hint = ("this graph has none: check theano.sandbox.cuda.dnn.dnn_available()" if gpu_ops
+            else "on the CPU BN is reductions in any layout")
+    return _finding("bn_path", "generic reductions, no BN op, no cuDNN",
+                    "warn" if gpu_ops else "info", f"{why}; {hint}")
+
+
+def _op_summary(op_classes, top=6) -> str:
+    """'Elemwise x31, Sum x8, ...': the most frequent op classes of a graph."""
+    ranked = sorted(op_classes.items(), key=lambda kv: (-kv[1], kv[0]))
+    text = ", ".join(f"{name} x{count}" for name, count in ranked[:top])
+    rest = sum(count for _, count in ranked[top:])
+    return text + (f", {rest} more" if rest else "")
 
 
 def _tf1_bn(data_format, f, info, requested) -> list:
@@ -169,8 +204,8 @@ def _device(device, gpu_ops, requested) -> dict:
         return _finding("device", f"{device}, 0 GPU ops", "error",
                         "--device gpu was asked for, but the compiled graph is CPU-only: every step "
                         "runs on the CPU (report 000: Theano's default device=cpu made it 18x "
-                        "slower than TensorFlow). Theano needs device=cuda and pygpu, which cannot "
-                        "be installed here")
+                        "slower than TensorFlow). Theano needs a GPU device (device=cuda with "
+                        "pygpu; device=gpu on Theano 0.8), which cannot be installed here")
     if gpu_ops:
         return _finding("device", f"{device}, {gpu_ops} GPU ops", "info",
                         "the compiled function runs on the GPU")
@@ -203,15 +238,15 @@ def _model_findings(f, lazy_f, lazy) -> list:
         f"{'yes' if per_batch else 'no'}: {per_batch:g} batch-axis reductions run per predict "
         f"batch ({n_bn} BN layers, {f['predict_graph_batch_reductions']} in the graph)",
         "warn" if per_batch else "info",
-        "Keras 2 feeds the learning phase as a graph input; Theano's inplace optimisation forces "
-        "each BN ifelse's training branch (batch mean/variance) to run in inference too, which is "
-        "why report 001's evaluation was slow with BN. Fix: K.set_learning_phase(0) before "
-        "building the inference model, or THEANO_FLAGS=optimizer_excluding=inplace"
+        "Keras 1 and 2 feed the learning phase as a graph input; Theano's inplace optimisation "
+        "forces each BN ifelse's training branch (batch mean/variance) to run in inference too, "
+        "which is why report 001's evaluation was slow with BN. Fix: K.set_learning_phase(0) "
+        "before building the inference model, or THEANO_FLAGS=optimizer_excluding=inplace"
         if per_batch else "predict computes BN from the moving statistics only")]
     t = f["predict_s"]
     found.append(_finding("predict_time", f"{t:.3g} s for {f['predict_samples']} samples "
                           f"(batch 32, min {f['predict_min_s']:.3g} s)", "info",
-                          "model.predict as Keras 2 compiles it (median of the timed calls)"))
+                          "model.predict as Keras compiles it (median of the timed calls)"))
     if lazy is not None and "predict_s" in lazy_f:
         t2 = lazy_f["predict_s"]
         found.append(_finding(

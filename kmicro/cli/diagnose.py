@@ -1,4 +1,5 @@
-"""`kmicro diagnose`: explain slow paths of the Keras 2 stacks from their compiled graphs."""
+"""`kmicro diagnose`: explain slow paths of the Keras 2 and Keras 1 stacks from their compiled
+graphs."""
 from __future__ import annotations
 
 from kmicro.cli import common
@@ -9,9 +10,9 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(subparsers):
     p = subparsers.add_parser("diagnose", help="explain slow paths from the compiled Keras 2 "
-                                               "graphs")
+                                               "and Keras 1 graphs")
     common.add_run_flags(
-        p, "diagnose", stacks_help="comma list (default: installed Keras 2 stacks)",
+        p, "diagnose", stacks_help="comma list (default: installed Keras 2 and Keras 1 stacks)",
         jit_help=None, quick_help="64-sample predict, no inplace comparison")
     return p
 
@@ -22,10 +23,11 @@ def run(args) -> int:
     from kmicro.report.tables import status_counts
 
     names = args.stacks or [n for n, s in stacks.STACKS.items()
-                            if s.family == "keras2" and s.installed]
+                            if s.family in diagnose.FAMILIES and s.installed]
     chosen = stacks.resolve(names)
     if not chosen:
-        raise NothingRan("no Keras 2 stack is installed; run `make env` or `make legacy`")
+        raise NothingRan("no Keras 2 or Keras 1 stack is installed; run `make env` or "
+                         "`make legacy`")
     parts = ("bn", "model") if args.quick else diagnose.PARTS
     found = diagnose.run(chosen, common.run_options(args), parts)
     path = common.results_path(args)

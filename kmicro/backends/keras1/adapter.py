@@ -52,9 +52,18 @@ def build_spec(spec, seed):
         tensors[node.name] = make_layer(node.layer, config)(args if len(args) > 1 else args[0])
     model = keras.models.Model(input=tensors[graph.INPUT], output=tensors[spec.output],
                                name=spec.name)
-    optimizer, described = models.make_optimizer(spec.optimizer)
+    optimizer, _ = models.make_optimizer(spec.optimizer)
     model.compile(optimizer=optimizer, loss=spec.loss, metrics=["accuracy"])
-    return model, described
+    return model, described(model.optimizer)
+
+
+def described(optimizer):
+    """The optimizer as Keras 1 built it, read back from its config (its own argument names;
+    float32 variables rounded to 6 digits)."""
+    config = optimizer.get_config()
+    args = ", ".join("{}={}".format(k, "{:.6g}".format(v) if isinstance(v, float) else v)
+                     for k, v in sorted(config.items()))
+    return "keras.optimizers.{}({})".format(type(optimizer).__name__, args)
 
 
 class Adapter(adapter.Adapter):

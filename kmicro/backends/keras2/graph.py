@@ -1,6 +1,8 @@
-"""Facts read from compiled Keras 2 graphs, for `kmicro diagnose` (the "graph" job kind).
+"""Facts read from compiled Keras 2 (and Keras 1) graphs, for `kmicro diagnose` (the "graph"
+job kind).
 
-`inspect(adapter, part, samples, repeats)` runs inside a Keras 2 stack's worker and returns
+`inspect(adapter, part, samples, repeats)` runs inside a Keras 2 or Keras 1 stack's worker
+(layers and models built by the adapter, in its Keras' words) and returns
 one message per fact or failure:
   {"type": "finding", "case": ID, "data_format": F, "name": N, "value": V}
   {"type": "error", "case": ID, "data_format": F, "error": "..."}        a part that failed
@@ -10,10 +12,9 @@ from __future__ import absolute_import
 
 import numpy as np
 
-from kmicro.backends.keras2.backend import BACKEND, K, keras
-from kmicro.backends.keras2.layers import build
+from kmicro.backends.keras2.backend import BACKEND, K
 from kmicro.core import cases, reference, timing
-from kmicro.models import graph, zoo
+from kmicro.models import zoo
 
 __all__ = ["PARTS", "inspect"]
 
@@ -34,7 +35,7 @@ def inspect(adapter, part, samples=320, repeats=5) -> list:
             _guarded(messages, case.id, data_format, lambda: bn_case(adapter, case, messages))
     else:
         _guarded(messages, MODEL_CASE, "channels_last",
-                 lambda: model_part(samples, repeats, messages))
+                 lambda: model_part(adapter, samples, repeats, messages))
     return messages
 
 
@@ -71,7 +72,17 @@ def theano_graph_facts(nodes, axes) -> dict:
     return {"gpu_ops": sum("Gpu" in s for s in names),
             "cudnn_bn_ops": sum("GpuDnnBatchNorm" in s for s in names),
             "batch_reductions": len(batch_reductions(nodes, axes)),
-            "ifelse_nodes": sum(s == "IfElse" for s in names), "nodes": len(nodes)}
+            "ifelse_nodes": sum(s == "IfElse" for s in names), "nodes": len(nodes),
+            # what the graph is made of: a BN op, or generic Elemwise/Sum nodes
+            "op_classes": {n: names.count(n) for n in sorted(set(names))}}
+
+
+def theano_bn_api() -> dict:
+    """Which BN ops this Theano offers Keras: batch_normalization_train arrived in Theano 0.9;
+    without it Keras falls back to x.mean/x.var and elementwise normalisation."""
+    from theano.tensor.nnet import bn
+
+    return {"theano_bn_train_op": hasattr(bn, "batch_normalization_train")}
 
 
 def tf1_graph_facts() -> dict:
@@ -86,8 +97,11 @@ def bn_case(adapter, case, messages):
     """Facts of the training forward and forward+backward graphs of one BN case."""
     axes = [0, 2, 3] if case.data_format == "channels_first" else [0, 1, 2]
     messages.append(_finding(case.id, case.data_format, "bn_axes", axes))
+    if BACKEND == "theano":
+        for name, value in sorted(theano_bn_api().items()):
+            messages.append(_finding(case.id, case.data_format, name, value))
     for graph_name in ("forward_train", "backward"):
-        fn, feed = compiled(case, graph_name)
+        fn, feed = compiled(adapter, case, graph_name)
         fn(feed)
         if BACKEND == "theano":
             facts = theano_graph_facts(theano_nodes(fn), axes)
@@ -99,13 +113,13 @@ def bn_case(adapter, case, messages):
                                      "{}.{}".format(graph_name, name), value))
 
 
-def compiled(case, pass_name):
+def compiled(adapter, case, pass_name):
     """The adapter's own graph for this pass, compiled: (Keras function, feed)."""
     if hasattr(K, "clear_session"):
         K.clear_session()
     weights = reference.make_weights(case)
     inputs = reference.make_inputs(case)
-    layer, xs, y = build(case, weights)
+    layer, xs, y = adapter.build_layer(case, weights)
     outputs = [y]
     if pass_name == "backward":
         dy = reference.make_dy(case, reference.output_shape(case))
@@ -116,21 +130,14 @@ def compiled(case, pass_name):
 
 # --- part "model": report 001's model, predict function ------------------------------------------
 
-def resnet_bn():
-    """Report 001's cut-down cifar10_resnet with BN (the zoo's resnet_bn), compiled as its
-    script did; Keras 2, channels_last."""
-    spec = zoo.resnet_cut(True)
-    model = graph.build(spec, keras)
-    model.compile(keras.optimizers.Adam(spec.optimizer.learning_rate), spec.loss)
-    return model
-
-
-def model_part(samples, repeats, messages):
-    """Does predict run BN's training-branch reductions, and how long does predict take."""
+def model_part(adapter, samples, repeats, messages):
+    """Does predict run BN's training-branch reductions, and how long does predict take, in
+    report 001's cut-down cifar10_resnet with BN (the zoo's resnet_bn), compiled with its
+    Adam(1e-3) by the adapter; channels_last."""
     def found(name, value):
         messages.append(_finding(MODEL_CASE, "channels_last", name, value))
 
-    model = resnet_bn()
+    model, _ = adapter.build_spec(zoo.resnet_cut(True), 0)
     x = np.random.RandomState(0).normal(0, 1, (samples, 32, 32, 3)).astype("float32")
     found("bn_layers", sum(type(l).__name__ == "BatchNormalization" for l in model.layers))
     if BACKEND == "theano":
