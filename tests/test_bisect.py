@@ -83,9 +83,14 @@ def test_a_commit_that_cannot_be_told_apart_from_either_end_is_not_settled():
     assert bisect_mod._step_call(unsure, 1.11, final=False) == dict(call=None, settled=False)
     # Out of runs: the side of the midpoint (sqrt 1.11 = 1.054) the estimate lies on.
     assert bisect_mod._step_call(unsure, 1.11, final=True)["call"] == "slower"
-    like_good = dict(verdict="same", ratio=1.0, ci_low=0.95, ci_high=1.06)
+    like_good = dict(verdict="same", ratio=1.0, ci_low=0.95, ci_high=1.04)
     assert bisect_mod._step_call(like_good, 1.11, final=False) == dict(call="not slower",
                                                                        settled=True)
+    # Seen in CI: the planted commit, 1.18 (0.936-1.197), against an end of 1.205: its interval
+    # ends below the end's estimate, but it is nowhere near good; not settled.
+    planted = dict(verdict="same", ratio=1.18, ci_low=0.936, ci_high=1.197)
+    assert not bisect_mod._step_call(planted, 1.205, final=False)["settled"]
+    assert bisect_mod._step_call(planted, 1.205, final=True)["call"] == "slower"
     # A "no change" of the ends is settled only once the interval rules out the minimum effect.
     assert not bisect_mod._end_call(dict(verdict="same", ci_high=1.05), 0.03)["settled"]
     assert bisect_mod._end_call(dict(verdict="same", ci_high=1.02), 0.03)["settled"]

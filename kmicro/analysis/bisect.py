@@ -6,8 +6,9 @@ they do not differ beyond the minimum effect, there is nothing to bisect and no 
 Otherwise the history is bisected on "slower than good" calls.
 
 A call is made on evidence, not on "the interval did not exclude 1": a commit in between is
-`slower` when kmicro ab says so and `not slower` only once its interval also excludes the bad
-end's ratio; until one of the two holds, it gets more rounds on fresh worker pairs. Reading
+`slower` when kmicro ab says so and `not slower` only once its interval lies below the midpoint
+between good and the bad end's ratio; until one of the two holds, it gets more rounds on fresh
+worker pairs. Reading
 "could not tell" as "not slower" sent the bisection past the change (Keras history, jax BN:
 commit 15 of 25, two after the plant, read 1.096 (0.933-1.204) and the search named commit 16).
 """
@@ -139,12 +140,15 @@ def _end_call(record, min_effect) -> dict:
 
 
 def _step_call(record, end_ratio, final) -> dict:
-    """A commit in between: `slower` (as slow as kmicro ab can tell) or `not slower`, settled
-    once its interval excludes good's speed (1) or the bad end's (`end_ratio`). Unsettled after
-    every extra run: the side of the midpoint (geometric) its estimate lies on."""
+    """A commit in between: `slower` as kmicro ab judges it, or `not slower` once its whole
+    interval lies below the (geometric) midpoint between good (1) and the bad end's ratio: closer
+    to good than to bad. (Below the bad end's estimate itself was too weak: a planted commit read
+    1.18 (0.936-1.197) against an end of 1.205 and was called not slower.) Unsettled after every
+    extra run: the side of the midpoint its estimate lies on."""
+    midpoint = math.sqrt(end_ratio)
     if record["verdict"] == "slower":
         return dict(call="slower", settled=True)
-    if record["ci_high"] < end_ratio:
+    if record["ci_high"] < midpoint:
         return dict(call="not slower", settled=True)
-    leaning = "slower" if record["ratio"] >= math.sqrt(end_ratio) else "not slower"
+    leaning = "slower" if record["ratio"] >= midpoint else "not slower"
     return dict(call=leaning, settled=False) if final else dict(call=None, settled=False)
