@@ -8,9 +8,9 @@ Otherwise the history is bisected on "slower than good" calls.
 A call is made on evidence, not on "the interval did not exclude 1": a commit in between is
 `slower` when kmicro ab says so and `not slower` only once its interval lies below the midpoint
 between good and the bad end's ratio; until one of the two holds, it gets more rounds on fresh
-worker pairs. Reading
-"could not tell" as "not slower" sent the bisection past the change (Keras history, jax BN:
-commit 15 of 25, two after the plant, read 1.096 (0.933-1.204) and the search named commit 16).
+worker pairs. Reading "could not tell" as "not slower" sent the bisection past the change
+(Keras history, jax BN: commit 15 of 25, two after the plant, read 1.096 (0.933-1.204) and the
+search named commit 16).
 """
 from __future__ import annotations
 
@@ -98,7 +98,11 @@ def run(repo, good, bad, base, package, case, pass_name, options, settings, prog
             ab.run(reference, stack, [case], [pass_name], options,
                    replace(settings, seed=settings.seed + run_number), got.append)
             (more,) = got
-            if more["status"] != "ok":
+            if more["status"] != "ok":  # kept in the results, as before the extra runs
+                more["commit"] = commit.sha
+                result.tested.append((commit, more))
+                if sink:
+                    sink(more)
                 raise UsageError(f"{commit.sha[:10]}: {more['error']}")
             record = more if record is None else ab.pooled(record, more, settings.min_effect)
             record.update(commit=commit.sha, **call(record, final=run_number == extend))
