@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT, load
 from kmicro.harness.jobs import built_models
-from kmicro.analysis import attribution
+from kmicro.analysis import attribution, in_situ
 from kmicro.core import stacks
 from kmicro.core.errors import UsageError
 from kmicro.models import graph, zoo
@@ -183,3 +183,71 @@ def test_keras2_function_on_theano(tmp_path):
     assert {r["layer_type"] for r in records if r["pass"] == "backward"} == {
         "Conv2D", "BatchNormalization", "MaxPooling2D", "Dropout", "Flatten", "Dense"}
     assert next(r for r in records if r["pass"] == "step")["versions"]["keras"] == "2.3.1"
+
+
+# --- in situ: the real step under each backend's profiler --------------------------------
+
+def test_overlapping_ops_share_the_step_and_the_rest_is_framework_time():
+    from kmicro.backends import xplane
+
+    # a alone 0-5, a and b together 5-10 (half each), b alone 10-15, nothing 15-20
+    (parts, covered), = xplane.shares([(0, 10, "a"), (5, 15, "b")], [(0, 20)])
+    assert parts == {"a": 7.5, "b": 7.5} and covered == 15
+    a, b = ("conv", "forward"), ("conv", "backward")
+    steps = xplane.step_parts([(0, 20), (20, 30)], [(0, 10, a), (5, 15, b), (22, 24, a)])
+    by = {(p["layer"], p["part"]): p["times_s"] for p in steps}
+    assert by[xplane.FRAMEWORK] == pytest.approx([5e-12, 8e-12])
+    assert by[a] == pytest.approx([7.5e-12, 2e-12])
+    for i, window in enumerate((20, 10)):
+        assert sum(t[i] for t in by.values()) == pytest.approx(window * 1e-12)
+
+
+@pytest.mark.parametrize("part, op_name, expected", [
+    ("jax_part", "jit(train_step)/jvp(conv2d)/conv_general_dilated", ("conv2d", "forward")),
+    ("jax_part", "jit(train_step)/transpose(jvp(bn))/jit(_var)/reduce_sum", ("bn", "backward")),
+    ("jax_part", "jit(train_step)/jvp(compile_loss)/categorical_crossentropy/div",
+     ("(loss)", "forward")),
+    ("jax_part", "jit(train_step)/adam/add", ("(optimizer)", "update")),
+    ("tf_part", "gradient_tape/functional_1/conv2d_1/convolution/Conv2DBackpropFilter",
+     ("conv2d", "backward")),
+    ("tf_part", "functional_1/dense_1/BiasAdd", ("dense", "forward")),
+    ("tf_part", "adam/Sqrt_5", ("(optimizer)", "update")),
+    ("tf_part", "compile_loss/categorical_crossentropy/Sum", ("(loss)", "forward")),
+])
+def test_name_scopes_say_which_layer_and_pass_an_op_is(part, op_name, expected):
+    from kmicro.backends import name_scopes
+
+    assert getattr(name_scopes, part)(op_name, {"conv2d", "bn", "dense"}, "adam") == expected
+
+
+@needs("tensorflow", "jax", "torch")
+def test_in_situ_parts_add_up_and_the_expensive_layer_ranks_first(tmp_path):
+    out = tmp_path / "a.json"
+    p = kmicro_attribute("--model", "user_models:one_expensive", "--stacks",
+                         "tensorflow,jax,torch", "--in-situ", "--steps", "3", "--quick",
+                         "--json", str(out), timeout=600)
+    assert p.returncode == 0, p.stderr
+    records = load(out)
+    for stack in ("tensorflow", "jax", "torch"):
+        step = in_situ.profiled_step(records, stack)
+        assert step and step["method"] == "in_situ" and step["unprofiled_s"] > 0, stack
+        parts = [r for r in records if r["stack"] == stack and r["pass"] == "in_situ"]
+        assert all(r["status"] == "ok" and r["method"] == "in_situ" for r in parts)
+        assert sum(r["share"] for r in parts) == pytest.approx(1.0), stack
+        assert {r["layer"] for r in parts} >= {"expensive", "(framework)", "(optimizer)"}
+        layers = [r for r in parts if in_situ.is_layer(r["layer_type"])]
+        assert max(layers, key=lambda r: r["time_s"])["layer"] == "expensive", stack
+        assert in_situ.dominant_type(records, stack)[0] == "Conv2D"
+        isolated = [r for r in records if r["stack"] == stack and r["pass"] == "backward"]
+        assert isolated and all(r["method"] == "isolated" for r in isolated)
+    assert "in situ" in p.stdout and "profiler overhead" in p.stdout
+
+
+def test_in_situ_on_a_family_without_a_profiler_is_a_record_saying_so(tmp_path):
+    out = tmp_path / "a.json"
+    p = kmicro_attribute("--model", "user_models:one_expensive", "--model-keras2",
+                         "user_models:one_expensive", "--stacks", "theano", "--in-situ",
+                         "--steps", "2", "--quick", "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    (profiled,) = [r for r in load(out) if r["pass"] == "profiled_step"]
+    assert profiled["status"] == "unsupported" and "in-situ" in profiled["error"]

@@ -19,8 +19,10 @@ CASE = ("--case", "dense(units=10)@32x512", "--pass", "forward", "--from", "nump
 
 def bisect(repo, good, bad, tmp_path):
     env = dict(os.environ, KMICRO_CONFIG=str(tmp_path / "stacks.json"), KMICRO_ENVS=str(ENVS))
+    # --extend 4: under a load that leaves a comparison unsettled, more runs, not a wrong call
     return subprocess.run([*KMICRO, "bisect", "--repo", str(repo), "--good", good, "--bad", bad,
-                           *CASE, "--json", str(tmp_path / "b.json")], capture_output=True,
+                           *CASE, "--extend", "4", "--json", str(tmp_path / "b.json")],
+                          capture_output=True,
                           text=True, cwd=ROOT, env=env, timeout=1800)
 
 

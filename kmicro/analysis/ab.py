@@ -44,17 +44,18 @@ class _Pair:
 class _Side:
     """One stack's live worker; restarted (and its cases prepared again) when it fails."""
 
-    def __init__(self, stack, options):
+    def __init__(self, stack, options, wait=True):
         self.stack, self.options = stack, options
         self.prepared = {}  # case id -> prepare payload, to replay after a restart
-        self.worker = self._start()
+        self.worker = runner.Worker(stack, options, wait=False)
+        if wait:
+            self.ready()
 
-    def _start(self):
-        worker = runner.Worker(self.stack, self.options)
-        if worker.fatal:
-            worker.close()
-            raise runner.WorkerDied(worker.fatal)
-        return worker
+    def ready(self):
+        self.worker.ready()
+        if self.worker.fatal:
+            self.worker.close()
+            raise runner.WorkerDied(self.worker.fatal)
 
     def call(self, payload) -> list:
         out = []
@@ -65,7 +66,8 @@ class _Side:
         """A fresh worker with every prepared case but `dropped` compiled again."""
         self.worker.close()
         self.prepared.pop(dropped, None)
-        self.worker = self._start()
+        self.worker = runner.Worker(self.stack, self.options, wait=False)
+        self.ready()
         for payload in self.prepared.values():
             self.call(payload)
 
@@ -109,12 +111,13 @@ def run(stack_a, stack_b, case_list, passes, options, settings, sink, progress=N
 
 
 def _start(stacks, options, first) -> list:
-    """[side A, side B], their workers started in the order `first` gives."""
-    started = {}
+    """[side A, side B], both workers starting at once (their imports are not timed), greeted
+    in the order `first` gives."""
+    started = {i: _Side(stacks[i], options, wait=False) for i in first}
     try:
         for i in first:
-            started[i] = _Side(stacks[i], options)
-    except runner.WorkerDied:
+            started[i].ready()
+    except (runner.WorkerDied, runner.WorkerTimeout):
         for side in started.values():
             side.close()
         raise

@@ -40,7 +40,8 @@ class Request:
     batch: Optional[int] = None  # None: the built-in's batch size, 32 for user models
     quick: bool = False
     seed: int = 0
-    cwd: str = ""  # user modules are imported from here first, as `python -m` would
+    cwd: str = ""
+    in_situ: bool = False  # also the real step under the backend's profiler  # user modules are imported from here first, as `python -m` would
 
     @property
     def builtin(self) -> bool:
@@ -224,6 +225,9 @@ class _StackPlan:
             return  # the model does not build here: the sink kept the failure as its step
         check_ablate(self.request.ablate, d["layers"], self.request.model)
         yield self._job("step", ("step",), input_shapes=d["input_shapes"])
+        if self.request.in_situ:
+            yield self._job(job_kind.IN_SITU, (job_kind.PROFILED,),
+                            input_shapes=d["input_shapes"])
         for layer in d["layers"]:
             yield self._job("layer", LAYER_PASSES, layer=layer)
         if self.request.ablate:

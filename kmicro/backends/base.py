@@ -31,9 +31,14 @@ class FamilyAdapter(object):
     layer passes: `prepare(case, pass_name, weights, inputs, dy) -> Prepared`;
     models: `build_model(spec, seed) -> Trainer`; attribution: `seed`, `is_model`, `builtin`,
     `compile_user`, `without`, `layers`, `describe`, `io`, `layer_pass(model, described,
-    pass_name, inputs, dy) -> Prepared`; graph inspection: `inspect(part, samples, repeats)`.
+    pass_name, inputs, dy) -> Prepared`, `profile_steps(model, train, steps)`; graph inspection: `inspect(part, samples, repeats)`.
     Only what is the same in every family lives here.
     """
+
+    def profile_steps(self, model, train, steps) -> dict:
+        """In-situ attribution (keras3 adapter has the contract); families without it say so."""
+        raise UnsupportedPass("in-situ attribution: not implemented for {} stacks yet".format(
+            self.family))
 
     def builtin(self, spec, seed):
         """(model, Trainer) of a zoo model, compiled with the zoo's optimizer and loss."""

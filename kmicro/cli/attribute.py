@@ -24,6 +24,9 @@ def add_parser(subparsers):
                    help="the same model for Keras 2 stacks (theano, tf1)")
     p.add_argument("--ablate", metavar="LAYER_TYPE",
                    help="also time the step without this shape-preserving layer type")
+    p.add_argument("--in-situ", action="store_true",
+                   help="also run the real train step under the backend's profiler and split "
+                        "it into its layers, loss, optimizer and framework overhead")
     p.add_argument("--steps", type=int, default=20, help="timed train steps (default 20)")
     p.add_argument("--batch", type=int,
                    help="batch size (default: the model's, 32 for user models)")
@@ -46,13 +49,14 @@ def _request(args):
                              "models are defined once for every Keras")
         attribution.check_source(args.model_keras2, "--model-keras2")
     return attribution.Request(args.model, args.model_keras2, args.ablate, args.steps,
-                               args.batch, args.quick, cwd=os.getcwd())
+                               args.batch, args.quick, cwd=os.getcwd(), in_situ=args.in_situ)
 
 
 def run(args) -> int:
     from kmicro.analysis import attribution  # numpy, the harness: not for `kmicro --help`
     from kmicro.core import records
     from kmicro.report.attribution_tables import print_report
+    from kmicro.report.in_situ_tables import print_in_situ
 
     request = _request(args)
     chosen = common.stacks_to_run(args.stacks, train=True)
@@ -63,6 +67,8 @@ def run(args) -> int:
     progress = common.progress_lines("attribute", quiet=(attribution.DESCRIBE,))
     attribution.attribute(request, chosen, options, out, progress)
     common.refuse_missing_gpu(out.records, args.device)
-    print_report(out.records, common.make_console())
+    console = common.make_console()
+    print_report(out.records, console)
+    print_in_situ(out.records, console)
     print(f"results: {path}")
     return common.exit_code(out.records)

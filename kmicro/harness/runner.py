@@ -49,9 +49,11 @@ class WorkerTimeout(Exception):
 
 class Worker:
     """A live `python -m kmicro.harness.worker` for one stack; `env` adds or replaces
-    environment variables (flags a framework reads once, at import)."""
+    environment variables (flags a framework reads once, at import). With wait=False the
+    process is started but its greeting not yet read: `ready()` does that, so two workers
+    can import their frameworks at the same time (nothing is timed while they start)."""
 
-    def __init__(self, stack, options: Options, env=None):
+    def __init__(self, stack, options: Options, env=None, wait=True):
         self.stack = stack
         self.stderr = tempfile.TemporaryFile(mode="w+")
         cmd = [str(stack.interpreter), "-m", WORKER, "--stack", stack.name,
@@ -64,9 +66,17 @@ class Worker:
         # A thread drains stdout so reads can time out without losing buffered lines.
         self.lines = queue.Queue()
         threading.Thread(target=self._drain, daemon=True).start()
-        hello = self.read(STARTUP_TIMEOUT_S)
-        self.fatal = hello.get("error") if hello["type"] == "fatal" else None
-        self.info = hello.get("info", {})
+        self.fatal, self.info = None, None
+        if wait:
+            self.ready()
+
+    def ready(self) -> "Worker":
+        """Waits for the worker's greeting (once): `fatal` and `info` are set after it."""
+        if self.info is None:
+            hello = self.read(STARTUP_TIMEOUT_S)
+            self.fatal = hello.get("error") if hello["type"] == "fatal" else None
+            self.info = hello.get("info", {})
+        return self
 
     def _drain(self):
         for line in self.proc.stdout:

@@ -106,6 +106,10 @@ class Adapter(FamilyAdapter):
     describe = staticmethod(models.describe)  # (model) -> per layer: name, type, shapes...
     io = staticmethod(models.io)  # (model) -> (input shapes and dtypes, output shapes)
 
+    def profile_steps(self, model, train, steps) -> dict:
+        """`steps` train steps under the backend's profiler, split into the model's parts."""
+        return self.impl.profile_steps(model, models.layers(model), train, steps)
+
     # ---- graph inspection ---------------------------------------------------------------
 
     def inspect(self, part, samples=320, repeats=5) -> list:

@@ -56,6 +56,14 @@ class Backend:
     def to_numpy(self, t):
         return keras.ops.convert_to_numpy(t)
 
+    def profile_steps(self, model, layers, train, steps) -> dict:
+        """The train step under this backend's profiler, its time split into the model's
+        parts (kmicro/backends/keras3/in_situ_torch.py has the contract)."""
+        from kmicro.backends.base import UnsupportedPass
+
+        raise UnsupportedPass("in-situ attribution: not implemented for the {} backend "
+                              "yet".format(BACKEND))
+
 
 def load(jit) -> Backend:
     """This worker's backend (KERAS_BACKEND); only its framework gets imported."""

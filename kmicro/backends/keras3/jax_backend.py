@@ -21,6 +21,11 @@ class Jax(Backend):
     def gpu_name(self):
         return jax.devices()[0].device_kind
 
+    def profile_steps(self, model, layers, train, steps) -> dict:
+        from kmicro.backends.keras3 import in_situ_jax
+
+        return in_situ_jax.profile_steps(model, layers, train, steps)
+
     def forward(self, layer, xs, training):
         tv = [v.value for v in layer.trainable_variables]
         ntv = [v.value for v in layer.non_trainable_variables]

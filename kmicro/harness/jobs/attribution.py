@@ -6,6 +6,9 @@ A job is a payload of kmicro.analysis.attribution.Request with "kind": "attribut
   step          the full training step (train_on_batch), --steps samples after warm-up
   layer         one layer, rebuilt alone from its config: forward and forward+backward
   ablated_step  the step of the model without the `ablate` layer type
+  in_situ       the real step under the backend's profiler: one "profiled_step" record
+                (profiler on, and off in the blocks around it) and one "in_situ" record
+                per part of the step (each layer, loss, metrics, optimizer, framework)
 The built model is cached per worker (kmicro/harness/jobs/built_models.py), so layer jobs
 reuse the model the step trained. The CLI side imports this module for `blank_record`:
 no framework at module level.
@@ -17,10 +20,12 @@ from kmicro.core import records, timing
 from kmicro.harness.jobs.built_models import Session, UserModelError
 from kmicro.harness.protocol import message
 
-__all__ = ["KIND", "LAYER_PASSES", "WARMUP_STEPS", "run", "case_id", "blank_record"]
+__all__ = ["KIND", "LAYER_PASSES", "IN_SITU", "PROFILED", "WARMUP_STEPS", "run", "case_id",
+           "blank_record"]
 
 KIND = "attribution"
 LAYER_PASSES = ("forward", "backward")
+IN_SITU, PROFILED = "in_situ", "profiled_step"  # the passes of the in_situ task's records
 WARMUP_STEPS = 2  # as kmicro models: the steps after the first still settle allocations
 
 _SESSIONS = {}  # one per adapter: the worker process serves one stack
@@ -29,7 +34,7 @@ _SESSIONS = {}  # one per adapter: the worker process serves one stack
 def run(adapter, info, payload) -> list:
     session = _SESSIONS.setdefault(id(adapter), Session(adapter))
     task = payload["task"]
-    passes = LAYER_PASSES if task == "layer" else (task,)
+    passes = LAYER_PASSES if task == "layer" else (PROFILED,) if task == IN_SITU else (task,)
     found = [blank_record(info, payload, p) for p in passes]
     try:
         ablate = payload["ablate"] if task == "ablated_step" else None
@@ -40,6 +45,9 @@ def run(adapter, info, payload) -> list:
             _time_layer(adapter, model, payload, found)
         elif task == "ablated_step":
             found[0].update(_time_ablated(session, model, trainer, payload))
+        elif task == IN_SITU:
+            found[0].update(_profiled(adapter, model, trainer, payload))
+            found += _in_situ_parts(adapter, info, model, payload, found[0])
         else:
             found[0].update(_time_step(adapter, model, trainer, payload))
     except UserModelError as exc:
@@ -128,6 +136,50 @@ def _time_ablated(session, model, trainer, payload) -> dict:
                 delta_s=a.median - b.median, delta_pct=(a.median - b.median) / b.median, **fields)
 
 
+def _profiled(adapter, model, trainer, payload) -> dict:
+    """The step with the profiler on, between two blocks of steps without it (so the
+    profiler's overhead is read against steps of the same minutes); `parts` is the profile's
+    split, turned into records by _in_situ_parts."""
+    x, y, x0 = _batch(adapter, model, payload)
+    step = _trained(trainer, x, y)
+    _, compile_s = timing.first_call(step, timing.host_values)
+    before = timing.measure(step, timing.host_values, _steps_policy(payload))
+    profile = adapter.profile_steps(model, step, payload["steps"])
+    after = timing.measure(step, timing.host_values, _steps_policy(payload))
+    on = timing.Measurement(samples=profile["steps_s"])
+    plain = timing.Measurement(samples=before.samples + after.samples)
+    totals = [sum(t) for t in zip(*(p["times_s"] for p in profile["parts"]))]
+    return dict(on.summary(), method="in_situ", share=1.0, unprofiled_s=plain.median,
+                unprofiled_iqr_s=plain.iqr, profiler_overhead=on.median / plain.median - 1,
+                # the profile's own step ranges against the clock around each step
+                accounted=sum(totals) / sum(profile["steps_s"]), parts=profile["parts"],
+                **_step_fields(trainer, compile_s, x0))
+
+
+def _in_situ_parts(adapter, info, model, payload, step) -> list:
+    """One "in_situ" record per part of the profiled step; shares of the profile's step."""
+    parts = step.pop("parts", None)
+    if step["status"] != "ok" or not parts:
+        return []
+    described = {layer["name"]: layer for layer in
+                 _describe(adapter, model, payload["batch"])["layers"]}
+    per_step = sum(sum(p["times_s"]) for p in parts) / payload["steps"]
+    by_layer = {}
+    for p in parts:
+        by_layer.setdefault(p["layer"], {})[p["part"]] = p["times_s"]
+    out = []
+    for name, kinds in by_layer.items():
+        layer = described.get(name) or {"name": name, "key": name, "type": name}
+        record = blank_record(info, dict(payload, layer=layer), IN_SITU)
+        totals = timing.Measurement(samples=[sum(t) for t in zip(*kinds.values())])
+        mean = sum(totals.samples) / len(totals.samples)
+        record.update(status="ok", method="in_situ", time_s=mean, median_s=totals.median,
+                      iqr_s=totals.iqr, n_samples=len(totals.samples), share=mean / per_step, device=step.get("device"),
+                      **{"{}_s".format(k): sum(t) / len(t) for k, t in kinds.items()})
+        out.append(record)
+    return out
+
+
 def _time_layer(adapter, model, payload, found):
     layer = payload["layer"]
     rng = np.random.RandomState(payload["seed"] + 1 + layer["index"])
@@ -183,4 +235,8 @@ def blank_record(info, payload, pass_name) -> dict:
         layer_key=layer.get("key"), layer_type=layer.get("type"), input_shape=shapes[0],
         input_shapes=shapes, batch_size=payload["batch"], data_format=None, dtype="float32",
         steps=payload["steps"], ablate=payload["ablate"] if pass_name == "ablated_step" else None,
-        share=None)
+        share=None, method=_METHODS.get(pass_name))
+
+
+_METHODS = {"forward": "isolated", "backward": "isolated", IN_SITU: "in_situ",
+            PROFILED: "in_situ"}

@@ -1,0 +1,78 @@
+"""The in-situ part of `kmicro attribute`'s output: the profiled step split by layer type per
+stack, beside the same layer types timed alone, the profiler's overhead, and where the two
+methods disagree (kmicro.analysis.in_situ has the numbers)."""
+from __future__ import annotations
+
+from rich.table import Table
+
+from kmicro.analysis import attribution, in_situ
+
+__all__ = ["in_situ_table", "in_situ_lines", "print_in_situ"]
+
+
+def _ms(seconds) -> str:
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def _stacks(records) -> list:
+    return [st for st in attribution.stacks_of(records) if in_situ.profiled_step(records, st)]
+
+
+def in_situ_table(records) -> Table:
+    stacks = _stacks(records)
+    table = Table(title=f"{records[0]['model']}: the profiled train step by layer type, in situ"
+                        " (isolated: the layers timed alone, share of the unprofiled step)",
+                  title_justify="left")
+    table.add_column("layer type / part")
+    for st in stacks:
+        table.add_column(f"{st} in situ", justify="right")
+        table.add_column(f"{st} isolated", justify="right")
+    per_stack = {st: in_situ.by_type(records, st) for st in stacks}
+    alone = {st: attribution.summary(records, st) for st in stacks}
+    types = dict.fromkeys(t for cells in per_stack.values() for t in cells)
+    for t in sorted(types, key=lambda t: (not in_situ.is_layer(t), -max(
+            per_stack[st].get(t, {}).get("share", 0.0) for st in stacks))):
+        row = [t]
+        for st in stacks:
+            cell = per_stack[st].get(t)
+            row.append(f"{_ms(cell['time_s'])} {cell['share']:.0%}" if cell else "—")
+            s = alone[st]
+            iso = s and s["by_type_s"].get(t)
+            row.append(f"{_ms(iso)} {iso / s['step_s']:.0%}" if iso else "—")
+        table.add_row(*row)
+    table.add_section()
+    steps = {st: in_situ.profiled_step(records, st) for st in stacks}
+    table.add_row("step, profiler on", *[c for st in stacks for c in (
+        _ms(steps[st]["median_s"]), "")])
+    table.add_row("step, profiler off", *[c for st in stacks for c in (
+        _ms(steps[st]["unprofiled_s"]), _ms(alone[st]["step_s"]) if alone[st] else "—")])
+    table.add_row("profiler overhead", *[c for st in stacks for c in (
+        f"{steps[st]['profiler_overhead']:+.0%}", "")])
+    table.add_row("profile / clock", *[c for st in stacks for c in (
+        f"{steps[st]['accounted']:.0%}", "")])
+    return table
+
+
+def in_situ_lines(records) -> list:
+    lines = []
+    for st in _stacks(records):
+        top = in_situ.dominant_type(records, st)
+        if top:
+            lines.append(f"{st}: {top[0]} takes {top[1]:.0%} of the profiled step")
+        for t, mine, alone, diff in in_situ.versus_isolated(records, st):
+            lines.append(f"{st}: {t} in situ {_ms(mine)} vs {_ms(alone)} alone "
+                         f"({diff:+.0%} of the step: "
+                         f"{'cheaper inside the step (fusion, shared work)' if diff < 0 else 'dearer inside the step (overhead, stalls)'})")
+    return lines
+
+
+def print_in_situ(records, console):
+    if not _stacks(records):
+        return
+    console.print(in_situ_table(records))
+    lines = in_situ_lines(records)
+    if lines:
+        console.print("in situ:", *lines, sep="\n  ", soft_wrap=True)
+    console.print("in situ: op time inside the real step from the backend's profiler; "
+                  "(framework) is the step's time outside every op range; the parts add up "
+                  "to the profiled step.", soft_wrap=True)
