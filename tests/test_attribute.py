@@ -243,10 +243,27 @@ def test_in_situ_parts_add_up_and_the_expensive_layer_ranks_first(tmp_path):
     assert "in situ" in p.stdout and "profiler overhead" in p.stdout
 
 
-def test_in_situ_on_a_family_without_a_profiler_is_a_record_saying_so(tmp_path):
+@needs("theano")
+def test_in_situ_on_theano_places_profiled_nodes_by_the_weights_they_read(tmp_path):
     out = tmp_path / "a.json"
     p = kmicro_attribute("--model", "user_models:one_expensive", "--model-keras2",
                          "user_models:one_expensive", "--stacks", "theano", "--in-situ",
+                         "--steps", "3", "--quick", "--json", str(out), timeout=600)
+    assert p.returncode == 0, p.stderr
+    records = load(out)
+    parts = [r for r in records if r["pass"] == "in_situ"]
+    assert sum(r["share"] for r in parts) == pytest.approx(1.0)
+    layers = [r for r in parts if r["layer"] in ("cheap", "expensive", "dense")]
+    assert max(layers, key=lambda r: r["time_s"])["layer"] == "expensive"
+    assert in_situ.dominant_type(records, "theano")[0] == "Conv2D"
+    assert in_situ.profiled_step(records, "theano")["versions"]["theano"] == "1.0.5"
+
+
+@needs("tf1")
+def test_in_situ_on_a_stack_without_a_profiler_is_a_record_saying_so(tmp_path):
+    out = tmp_path / "a.json"
+    p = kmicro_attribute("--model", "user_models:one_expensive", "--model-keras2",
+                         "user_models:one_expensive", "--stacks", "tf1", "--in-situ",
                          "--steps", "2", "--quick", "--json", str(out))
     assert p.returncode == 0, p.stderr
     (profiled,) = [r for r in load(out) if r["pass"] == "profiled_step"]

@@ -129,6 +129,14 @@ class Adapter(FamilyAdapter):
     describe = staticmethod(models.describe)  # (model) -> per layer: name, type, shapes...
     io = staticmethod(models.io)  # (model) -> (input shapes and dtypes, output shapes)
 
+    def profile_steps(self, model, train, steps) -> dict:
+        """The training function under Theano's ProfileStats (in_situ_theano); TF1: none."""
+        if backend.BACKEND != "theano":
+            return FamilyAdapter.profile_steps(self, model, train, steps)
+        from kmicro.backends.keras2 import in_situ_theano
+
+        return in_situ_theano.profile_steps(model, models.layers(model), train, steps)
+
     # ---- graph inspection ---------------------------------------------------------------
 
     def inspect(self, part, samples=320, repeats=5) -> list:

@@ -26,6 +26,7 @@ __all__ = ["KIND", "LAYER_PASSES", "IN_SITU", "PROFILED", "WARMUP_STEPS", "run",
 KIND = "attribution"
 LAYER_PASSES = ("forward", "backward")
 IN_SITU, PROFILED = "in_situ", "profiled_step"  # the passes of the in_situ task's records
+UNPLACED = "(unplaced) "
 WARMUP_STEPS = 2  # as kmicro models: the steps after the first still settle allocations
 
 _SESSIONS = {}  # one per adapter: the worker process serves one stack
@@ -169,7 +170,9 @@ def _in_situ_parts(adapter, info, model, payload, step) -> list:
         by_layer.setdefault(p["layer"], {})[p["part"]] = p["times_s"]
     out = []
     for name, kinds in by_layer.items():
-        layer = described.get(name) or {"name": name, "key": name, "type": name}
+        # "(unplaced) Conv2D": time a profiler gave a layer type but not to one of its layers
+        kind = name[len(UNPLACED):] if name.startswith(UNPLACED) else name
+        layer = described.get(name) or {"name": name, "key": name, "type": kind}
         record = blank_record(info, dict(payload, layer=layer), IN_SITU)
         totals = timing.Measurement(samples=[sum(t) for t in zip(*kinds.values())])
         mean = sum(totals.samples) / len(totals.samples)
