@@ -133,8 +133,9 @@ def _prepare(sides, first, case_list, passes, options, sink, progress, pairs=Non
         wanted = [p for p in passes if pairs is None or (case.id, p) in pairs]
         if not wanted:
             continue
+        # Only the first worker pair checks the numbers: later ones run the same code.
         payload = {"kind": "ab", "task": "prepare", "case": cases_mod.case_to_dict(case),
-                   "passes": wanted, "seed": options.seed}
+                   "passes": wanted, "seed": options.seed, "check": pairs is None}
         got = {}
         for i in first:
             try:

@@ -27,7 +27,7 @@ def in_situ_table(records) -> Table:
     for st in stacks:
         table.add_column(f"{st} in situ", justify="right")
         table.add_column(f"{st} isolated", justify="right")
-    per_stack = {st: in_situ.by_type(records, st) for st in stacks}
+    per_stack = {st: _folded(in_situ.by_type(records, st)) for st in stacks}
     alone = {st: attribution.summary(records, st) for st in stacks}
     types = dict.fromkeys(t for cells in per_stack.values() for t in cells)
     for t in sorted(types, key=lambda t: (not in_situ.is_layer(t), -max(
@@ -51,6 +51,24 @@ def in_situ_table(records) -> Table:
     table.add_row("profile / clock", *[c for st in stacks for c in (
         f"{steps[st]['accounted']:.0%}", "")])
     return table
+
+
+SMALL = 0.005  # parts below this share of the step are one row
+
+
+def _folded(cells) -> dict:
+    """Parts that are not layers and under SMALL of the step folded into one row (Theano's
+    by-op-class parts are many and mostly tiny)."""
+    out, small = {}, {"time_s": 0.0, "share": 0.0, "noise_s": 0.0}
+    for t, cell in cells.items():
+        if not in_situ.is_layer(t) and cell["share"] < SMALL:
+            for k in small:
+                small[k] += cell[k]
+        else:
+            out[t] = cell
+    if small["time_s"]:
+        out[f"(other parts, each < {SMALL:.1%})"] = small
+    return out
 
 
 def in_situ_lines(records) -> list:

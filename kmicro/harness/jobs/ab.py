@@ -2,9 +2,10 @@
 
 `kmicro ab` runs one worker per side and alternates them, so each pass must stay built,
 compiled and checked between its bursts. Tasks (the job's `task`):
-  prepare  {"case": {...}, "passes": [...], "seed": int} -> one op record per pass, checked
-           against the float64 reference (status ok|wrong|unsupported|error), with `loops`:
-           the calls per sample that make a sample last at least `min_sample_s`
+  prepare  {"case": {...}, "passes": [...], "seed": int, "check": bool} -> one op record
+           per pass, checked against the float64 reference unless check is false (status
+           ok|wrong|unsupported|error), with `loops`: the calls per sample that make a
+           sample last at least `min_sample_s`
   time     {"case_id": ID, "pass": P, "samples": n} -> {"case": ID, "pass": P,
            "samples": [mean seconds per call of each sample]}
   release  {"case_id": ID} -> nothing; the case's compiled passes are dropped
@@ -32,7 +33,7 @@ def _prepare(adapter, info, job) -> list:
     out = []
     for pass_name in job["passes"]:
         record = op.blank_record(info, case, pass_name)
-        prepared, fields = op.checked(adapter, case, pass_name, data)
+        prepared, fields = op.checked(adapter, case, pass_name, data, job.get("check", True))
         fields = op.insist_on_gpu(fields, info["requested_device"])
         if prepared is not None and fields.get("status") != "error":
             warm = timing.measure(prepared.step, prepared.sync, timing.Policy(
