@@ -240,7 +240,12 @@ def test_in_situ_parts_add_up_and_the_expensive_layer_ranks_first(tmp_path):
         assert in_situ.dominant_type(records, stack)[0] == "Conv2D"
         isolated = [r for r in records if r["stack"] == stack and r["pass"] == "backward"]
         assert isolated and all(r["method"] == "isolated" for r in isolated)
+        evaluation = [r for r in records if r["stack"] == stack and r["pass"] == "in_situ_eval"]
+        assert in_situ.profiled_step(records, stack, "test")["status"] == "ok", stack
+        assert sum(r["share"] for r in evaluation) == pytest.approx(1.0), stack
+        assert "(optimizer)" not in {r["layer"] for r in evaluation}  # no update in a test step
     assert "in situ" in p.stdout and "profiler overhead" in p.stdout
+    assert "of the profiled evaluation step" in p.stdout
 
 
 @needs("theano")

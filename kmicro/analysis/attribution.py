@@ -226,7 +226,8 @@ class _StackPlan:
         check_ablate(self.request.ablate, d["layers"], self.request.model)
         yield self._job("step", ("step",), input_shapes=d["input_shapes"])
         if self.request.in_situ:
-            yield self._job(job_kind.IN_SITU, (job_kind.PROFILED,),
+            yield self._job(job_kind.IN_SITU, tuple(s for s, _ in
+                                                    job_kind.IN_SITU_PASSES.values()),
                             input_shapes=d["input_shapes"])
         for layer in d["layers"]:
             yield self._job("layer", LAYER_PASSES, layer=layer)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from kmicro.harness.jobs.attribution import IN_SITU, PROFILED
+from kmicro.harness.jobs.attribution import IN_SITU, IN_SITU_PASSES, PROFILED
 
-__all__ = ["IN_SITU", "PROFILED", "profiled_step", "by_type", "dominant_type", "versus_isolated",
-           "DISAGREE"]
+__all__ = ["IN_SITU", "PROFILED", "PHASES", "profiled_step", "by_type", "dominant_type",
+           "share_of", "versus_isolated", "DISAGREE"]
+
+PHASES = tuple(IN_SITU_PASSES)  # "train": the training step, "test": the evaluation step
 
 DISAGREE = 0.10  # in-situ vs isolated beyond this fraction of the step (and their noise)
 
@@ -23,24 +25,26 @@ def _ok(record) -> bool:
     return record["status"] == "ok" and record.get("time_s") is not None
 
 
-def profiled_step(records, stack) -> Optional[dict]:
-    return next((r for r in records if r["stack"] == stack and r["pass"] == PROFILED
+def profiled_step(records, stack, phase="train") -> Optional[dict]:
+    step_pass = IN_SITU_PASSES[phase][0]
+    return next((r for r in records if r["stack"] == stack and r["pass"] == step_pass
                  and r["status"] == "ok"), None)
 
 
-def _parts(records, stack) -> list:
-    return [r for r in records if r["stack"] == stack and r["pass"] == IN_SITU and _ok(r)]
+def _parts(records, stack, phase="train") -> list:
+    part_pass = IN_SITU_PASSES[phase][1]
+    return [r for r in records if r["stack"] == stack and r["pass"] == part_pass and _ok(r)]
 
 
 def is_layer(layer_type) -> bool:
     return not layer_type.startswith("(")
 
 
-def by_type(records, stack) -> dict:
+def by_type(records, stack, phase="train") -> dict:
     """{layer type or (part): {"time_s", "share", "noise_s"}} of one stack's profiled step,
     largest first; noise_s sums the parts' per-step IQRs."""
     out = {}
-    for r in _parts(records, stack):
+    for r in _parts(records, stack, phase):
         cell = out.setdefault(r["layer_type"], {"time_s": 0.0, "share": 0.0, "noise_s": 0.0})
         cell["time_s"] += r["time_s"]
         cell["share"] += r["share"]
@@ -48,10 +52,18 @@ def by_type(records, stack) -> dict:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]["time_s"]))
 
 
-def dominant_type(records, stack) -> Optional[tuple]:
+def dominant_type(records, stack, phase="train") -> Optional[tuple]:
     """(layer type, share) of the layer type taking most of the profiled step."""
-    layers = [(t, c["share"]) for t, c in by_type(records, stack).items() if is_layer(t)]
+    layers = [(t, c["share"]) for t, c in by_type(records, stack, phase).items()
+              if is_layer(t)]
     return max(layers, key=lambda tc: tc[1]) if layers else None
+
+
+def share_of(records, stack, layer_type, phase="train") -> Optional[float]:
+    """The share of the profiled step a layer type takes (None: the stack has no profile)."""
+    if profiled_step(records, stack, phase) is None:
+        return None
+    return by_type(records, stack, phase).get(layer_type, {"share": 0.0})["share"]
 
 
 def versus_isolated(records, stack) -> list:

@@ -35,7 +35,7 @@ class FamilyAdapter(object):
     Only what is the same in every family lives here.
     """
 
-    def profile_steps(self, model, train, steps) -> dict:
+    def profile_steps(self, model, train, steps, phase="train") -> dict:
         """In-situ attribution (keras3 adapter has the contract); families without it say so."""
         raise UnsupportedPass("in-situ attribution: not implemented for {} stacks yet".format(
             self.family))

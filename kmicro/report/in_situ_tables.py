@@ -74,14 +74,26 @@ def _folded(cells) -> dict:
 def in_situ_lines(records) -> list:
     lines = []
     for st in _stacks(records):
-        top = in_situ.dominant_type(records, st)
-        if top:
-            lines.append(f"{st}: {top[0]} takes {top[1]:.0%} of the profiled step")
+        for phase, step in (("train", "training step"), ("test", "evaluation step")):
+            top = in_situ.dominant_type(records, st, phase)
+            if top:
+                lines.append(f"{st}: {top[0]} takes {top[1]:.0%} of the profiled {step}"
+                             + _bn_clause(records, st, phase, top[0]))
         for t, mine, alone, diff in in_situ.versus_isolated(records, st):
             lines.append(f"{st}: {t} in situ {_ms(mine)} vs {_ms(alone)} alone "
                          f"({diff:+.0%} of the step: "
                          f"{'cheaper inside the step (fusion, shared work)' if diff < 0 else 'dearer inside the step (overhead, stalls)'})")
     return lines
+
+
+def _bn_clause(records, stack, phase, top) -> str:
+    """The seed question: BatchNormalization's share, when the model has it."""
+    share = in_situ.share_of(records, stack, "BatchNormalization", phase)
+    sums = in_situ.share_of(records, stack, "(batch-axis sums)", phase)
+    if top == "BatchNormalization" or not share and not sums:
+        return ""
+    text = f"; BatchNormalization {share:.0%}"
+    return text + (f" (+ {sums:.0%} batch-axis sums, BN's or bias gradients)" if sums else "")
 
 
 def print_in_situ(records, console):

@@ -129,13 +129,13 @@ class Adapter(FamilyAdapter):
     describe = staticmethod(models.describe)  # (model) -> per layer: name, type, shapes...
     io = staticmethod(models.io)  # (model) -> (input shapes and dtypes, output shapes)
 
-    def profile_steps(self, model, train, steps) -> dict:
-        """The training function under Theano's ProfileStats (in_situ_theano); TF1: none."""
+    def profile_steps(self, model, train, steps, phase="train") -> dict:
+        """The train (test) function under Theano's ProfileStats (in_situ_theano); TF1: none."""
         if backend.BACKEND != "theano":
-            return FamilyAdapter.profile_steps(self, model, train, steps)
+            return FamilyAdapter.profile_steps(self, model, train, steps, phase)
         from kmicro.backends.keras2 import in_situ_theano
 
-        return in_situ_theano.profile_steps(model, models.layers(model), train, steps)
+        return in_situ_theano.profile_steps(model, models.layers(model), train, steps, phase)
 
     # ---- graph inspection ---------------------------------------------------------------
 

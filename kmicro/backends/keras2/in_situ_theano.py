@@ -36,13 +36,16 @@ _POOL = ("Pool", "MaxPoolGrad", "AveragePoolGrad", "DownsampleFactorMaxGrad")
 _DOT = ("Dot22", "Dot22Scalar", "Gemm", "Gemv", "Dot", "Ger")
 
 
-def profile_steps(model, layers, train, steps):
-    """As kmicro/backends/keras3/in_situ_torch.profile_steps; parts of unknown layer carry
-    the layer type in their name, e.g. "(unplaced) Conv2D"."""
-    stats = ProfileStats(atexit_print=False, message="kmicro in-situ train_function")
-    model.train_function, model._function_kwargs = None, {"profile": stats}
+def profile_steps(model, layers, train, steps, phase="train"):
+    """As kmicro/backends/keras3/in_situ_torch.profile_steps, for Keras' train_function or
+    test_function (`phase`); parts of unknown layer carry the layer type in their name, e.g.
+    "(unplaced) Conv2D"."""
+    attr = "{}_function".format(phase)
+    stats = ProfileStats(atexit_print=False, message="kmicro in-situ " + attr)
+    setattr(model, attr, None)
+    model._function_kwargs = {"profile": stats}
     try:
-        model._make_train_function()
+        getattr(model, "_make_{}_function".format(phase))()
         train()  # the profiled function's first call: its own warm-up, not recorded
         stats.reset()
         walls = []
@@ -50,9 +53,10 @@ def profile_steps(model, layers, train, steps):
             t0 = time.perf_counter()
             train()
             walls.append(time.perf_counter() - t0)
-        nodes = model.train_function.function.maker.fgraph.toposort()
+        nodes = getattr(model, attr).function.maker.fgraph.toposort()
     finally:
-        model.train_function, model._function_kwargs = None, {}  # unprofiled from now on
+        setattr(model, attr, None)  # rebuilt unprofiled at the next call
+        model._function_kwargs = {}
     return {"steps_s": walls, "parts": _parts(stats, nodes, model, layers, walls)}
 
 

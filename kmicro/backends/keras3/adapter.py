@@ -106,9 +106,10 @@ class Adapter(FamilyAdapter):
     describe = staticmethod(models.describe)  # (model) -> per layer: name, type, shapes...
     io = staticmethod(models.io)  # (model) -> (input shapes and dtypes, output shapes)
 
-    def profile_steps(self, model, train, steps) -> dict:
-        """`steps` train steps under the backend's profiler, split into the model's parts."""
-        return self.impl.profile_steps(model, models.layers(model), train, steps)
+    def profile_steps(self, model, train, steps, phase="train") -> dict:
+        """`steps` calls of `train` (a train or test step: `phase`) under the backend's
+        profiler, split into the model's parts."""
+        return self.impl.profile_steps(model, models.layers(model), train, steps, phase)
 
     # ---- graph inspection ---------------------------------------------------------------
 

@@ -56,7 +56,7 @@ class Backend:
     def to_numpy(self, t):
         return keras.ops.convert_to_numpy(t)
 
-    def profile_steps(self, model, layers, train, steps) -> dict:
+    def profile_steps(self, model, layers, train, steps, phase) -> dict:
         """The train step under this backend's profiler, its time split into the model's
         parts (kmicro/backends/keras3/in_situ_torch.py has the contract)."""
         from kmicro.backends.base import UnsupportedPass

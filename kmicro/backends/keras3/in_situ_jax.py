@@ -27,8 +27,9 @@ __all__ = ["profile_steps"]
 STEP = "kmicro.step"
 
 
-def profile_steps(model, layers, train, steps) -> dict:
-    """As in_situ_torch.profile_steps: {"steps_s", "parts": [{"layer", "part", "times_s"}]}."""
+def profile_steps(model, layers, train, steps, phase="train") -> dict:
+    """As in_situ_torch.profile_steps: {"steps_s", "parts": [{"layer", "part", "times_s"}]};
+    `phase` names the compiled program (jit_train_step, jit_test_step)."""
     options = jax.profiler.ProfileOptions()
     options.python_tracer_level = 0  # a trace of every Python call would be most of the step
     walls = []
@@ -41,12 +42,12 @@ def profile_steps(model, layers, train, steps) -> dict:
                     train()
                 walls.append(time.perf_counter() - t0)
         space = xplane.read(xplane.trace_file(log_dir))
-    return {"steps_s": walls, "parts": _parts(space, _Scopes(model, layers))}
+    return {"steps_s": walls, "parts": _parts(space, _Scopes(model, layers), phase)}
 
 
-def _parts(space, scopes) -> list:
+def _parts(space, scopes, phase) -> list:
     windows = sorted((e.start_ps, e.end_ps) for e in space.events if e.name == STEP)
-    program = _train_program(space)
+    program = _program(space, "jit_{}_step".format(phase))
     graph = xplane.hlo_graph(space.programs[program])
     module = program.split("(")[0]
     intervals = [(e.start_ps, e.end_ps, scopes.part(graph, e.name)) for e in space.events
@@ -54,12 +55,12 @@ def _parts(space, scopes) -> list:
     return xplane.step_parts(windows, intervals)
 
 
-def _train_program(space) -> str:
-    """The compiled program of Keras' train step (e.g. "jit_train_step(24)")."""
-    found = [name for name in space.programs if name.startswith("jit_train_step")]
+def _program(space, prefix) -> str:
+    """The compiled program of Keras' train or test step (e.g. "jit_train_step(24)")."""
+    found = [name for name in space.programs if name.startswith(prefix)]
     if not found:
-        raise RuntimeError("no jit_train_step program in the profile (programs: {})".format(
-            ", ".join(sorted(space.programs)) or "none"))
+        raise RuntimeError("no {} program in the profile (programs: {})".format(
+            prefix, ", ".join(sorted(space.programs)) or "none"))
     return found[-1]
 
 

@@ -27,7 +27,7 @@ STEP = "kmicro.step"
 _OP = re.compile(r"^[\w./-]+:\w+$")  # "scope/name:OpType", not the runtime's own events
 
 
-def profile_steps(model, layers, train, steps) -> dict:
+def profile_steps(model, layers, train, steps, phase="train") -> dict:
     """As in_situ_torch.profile_steps: {"steps_s", "parts": [{"layer", "part", "times_s"}]}."""
     options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=2,
                                                        python_tracer_level=0)

@@ -32,7 +32,7 @@ UNOWNED = "(no layer)"  # backward nodes no forward op of ours recorded (Accumul
 FRAMEWORK = ("(framework)", "overhead")
 
 
-def profile_steps(model, layers, train, steps) -> dict:
+def profile_steps(model, layers, train, steps, phase="train") -> dict:
     """`steps` calls of `train()` (one train_on_batch each) under the profiler, after one
     profiled warm-up step that is not recorded: {"steps_s": [wall seconds of each profiled
     step], "parts": [{"layer", "part", "times_s": [per step]}]}: each layer's forward and

@@ -21,10 +21,10 @@ class Jax(Backend):
     def gpu_name(self):
         return jax.devices()[0].device_kind
 
-    def profile_steps(self, model, layers, train, steps) -> dict:
+    def profile_steps(self, model, layers, train, steps, phase) -> dict:
         from kmicro.backends.keras3 import in_situ_jax
 
-        return in_situ_jax.profile_steps(model, layers, train, steps)
+        return in_situ_jax.profile_steps(model, layers, train, steps, phase)
 
     def forward(self, layer, xs, training):
         tv = [v.value for v in layer.trainable_variables]

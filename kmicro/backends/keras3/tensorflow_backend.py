@@ -25,10 +25,10 @@ class TensorFlow(Backend):
         gpus = tf.config.list_physical_devices("GPU")
         return tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
 
-    def profile_steps(self, model, layers, train, steps) -> dict:
+    def profile_steps(self, model, layers, train, steps, phase) -> dict:
         from kmicro.backends.keras3 import in_situ_tf
 
-        return in_situ_tf.profile_steps(model, layers, train, steps)
+        return in_situ_tf.profile_steps(model, layers, train, steps, phase)
 
     def compile(self, fn):
         f = tf.function(fn, jit_compile=self.xla)

@@ -21,10 +21,10 @@ class Torch(Backend):
     def gpu_name(self):
         return torch.cuda.get_device_name(0)
 
-    def profile_steps(self, model, layers, train, steps) -> dict:
+    def profile_steps(self, model, layers, train, steps, phase) -> dict:
         from kmicro.backends.keras3 import in_situ_torch
 
-        return in_situ_torch.profile_steps(model, layers, train, steps)
+        return in_situ_torch.profile_steps(model, layers, train, steps, phase)
 
     def forward(self, layer, xs, training):
         kw = training_kwarg(layer, training)

@@ -8,7 +8,9 @@ A job is a payload of kmicro.analysis.attribution.Request with "kind": "attribut
   ablated_step  the step of the model without the `ablate` layer type
   in_situ       the real step under the backend's profiler: one "profiled_step" record
                 (profiler on, and off in the blocks around it) and one "in_situ" record
-                per part of the step (each layer, loss, metrics, optimizer, framework)
+                per part of the step (each layer, loss, metrics, optimizer, framework);
+                then the same for the evaluation step (test_on_batch):
+                "profiled_eval_step" and "in_situ_eval" records
 The built model is cached per worker (kmicro/harness/jobs/built_models.py), so layer jobs
 reuse the model the step trained. The CLI side imports this module for `blank_record`:
 no framework at module level.
@@ -20,12 +22,14 @@ from kmicro.core import records, timing
 from kmicro.harness.jobs.built_models import Session, UserModelError
 from kmicro.harness.protocol import message
 
-__all__ = ["KIND", "LAYER_PASSES", "IN_SITU", "PROFILED", "WARMUP_STEPS", "run", "case_id",
-           "blank_record"]
+__all__ = ["KIND", "LAYER_PASSES", "IN_SITU", "PROFILED", "IN_SITU_PASSES", "WARMUP_STEPS",
+           "run", "case_id", "blank_record"]
 
 KIND = "attribution"
 LAYER_PASSES = ("forward", "backward")
 IN_SITU, PROFILED = "in_situ", "profiled_step"  # the passes of the in_situ task's records
+# phase -> (pass of its step record, pass of its part records)
+IN_SITU_PASSES = {"train": (PROFILED, IN_SITU), "test": ("profiled_eval_step", "in_situ_eval")}
 UNPLACED = "(unplaced) "
 WARMUP_STEPS = 2  # as kmicro models: the steps after the first still settle allocations
 
@@ -35,7 +39,9 @@ _SESSIONS = {}  # one per adapter: the worker process serves one stack
 def run(adapter, info, payload) -> list:
     session = _SESSIONS.setdefault(id(adapter), Session(adapter))
     task = payload["task"]
-    passes = LAYER_PASSES if task == "layer" else (PROFILED,) if task == IN_SITU else (task,)
+    passes = LAYER_PASSES if task == "layer" else (task,)
+    if task == IN_SITU:
+        passes = tuple(steps for steps, _ in IN_SITU_PASSES.values())
     found = [blank_record(info, payload, p) for p in passes]
     try:
         ablate = payload["ablate"] if task == "ablated_step" else None
@@ -47,8 +53,9 @@ def run(adapter, info, payload) -> list:
         elif task == "ablated_step":
             found[0].update(_time_ablated(session, model, trainer, payload))
         elif task == IN_SITU:
-            found[0].update(_profiled(adapter, model, trainer, payload))
-            found += _in_situ_parts(adapter, info, model, payload, found[0])
+            for record, phase in zip(list(found), IN_SITU_PASSES):
+                record.update(_profiled(adapter, model, trainer, payload, phase))
+                found += _in_situ_parts(adapter, info, model, payload, record, phase)
         else:
             found[0].update(_time_step(adapter, model, trainer, payload))
     except UserModelError as exc:
@@ -137,15 +144,15 @@ def _time_ablated(session, model, trainer, payload) -> dict:
                 delta_s=a.median - b.median, delta_pct=(a.median - b.median) / b.median, **fields)
 
 
-def _profiled(adapter, model, trainer, payload) -> dict:
-    """The step with the profiler on, between two blocks of steps without it (so the
-    profiler's overhead is read against steps of the same minutes); `parts` is the profile's
-    split, turned into records by _in_situ_parts."""
+def _profiled(adapter, model, trainer, payload, phase) -> dict:
+    """The train (or test) step with the profiler on, between two blocks of steps without it
+    (so the profiler's overhead is read against steps of the same minutes); `parts` is the
+    profile's split, turned into records by _in_situ_parts."""
     x, y, x0 = _batch(adapter, model, payload)
-    step = _trained(trainer, x, y)
+    step = _trained(trainer, x, y) if phase == "train" else (lambda: trainer.test(x, y))
     _, compile_s = timing.first_call(step, timing.host_values)
     before = timing.measure(step, timing.host_values, _steps_policy(payload))
-    profile = adapter.profile_steps(model, step, payload["steps"])
+    profile = adapter.profile_steps(model, step, payload["steps"], phase)
     after = timing.measure(step, timing.host_values, _steps_policy(payload))
     on = timing.Measurement(samples=profile["steps_s"])
     plain = timing.Measurement(samples=before.samples + after.samples)
@@ -157,7 +164,7 @@ def _profiled(adapter, model, trainer, payload) -> dict:
                 **_step_fields(trainer, compile_s, x0))
 
 
-def _in_situ_parts(adapter, info, model, payload, step) -> list:
+def _in_situ_parts(adapter, info, model, payload, step, phase) -> list:
     """One "in_situ" record per part of the profiled step; shares of the profile's step."""
     parts = step.pop("parts", None)
     if step["status"] != "ok" or not parts:
@@ -173,7 +180,7 @@ def _in_situ_parts(adapter, info, model, payload, step) -> list:
         # "(unplaced) Conv2D": time a profiler gave a layer type but not to one of its layers
         kind = name[len(UNPLACED):] if name.startswith(UNPLACED) else name
         layer = described.get(name) or {"name": name, "key": name, "type": kind}
-        record = blank_record(info, dict(payload, layer=layer), IN_SITU)
+        record = blank_record(info, dict(payload, layer=layer), IN_SITU_PASSES[phase][1])
         totals = timing.Measurement(samples=[sum(t) for t in zip(*kinds.values())])
         mean = sum(totals.samples) / len(totals.samples)
         record.update(status="ok", method="in_situ", time_s=mean, median_s=totals.median,
@@ -241,5 +248,5 @@ def blank_record(info, payload, pass_name) -> dict:
         share=None, method=_METHODS.get(pass_name))
 
 
-_METHODS = {"forward": "isolated", "backward": "isolated", IN_SITU: "in_situ",
-            PROFILED: "in_situ"}
+_METHODS = dict({"forward": "isolated", "backward": "isolated"},
+                **{p: "in_situ" for both in IN_SITU_PASSES.values() for p in both})
