@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import statistics
+import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -44,10 +45,10 @@ class _Pair:
 class _Side:
     """One stack's live worker; restarted (and its cases prepared again) when it fails."""
 
-    def __init__(self, stack, options, wait=True):
-        self.stack, self.options = stack, options
+    def __init__(self, stack, options, wait=True, env=None):
+        self.stack, self.options, self.env = stack, options, env
         self.prepared = {}  # case id -> prepare payload, to replay after a restart
-        self.worker = runner.Worker(stack, options, wait=False)
+        self.worker = runner.Worker(stack, options, env, wait=False)
         if wait:
             self.ready()
 
@@ -66,7 +67,7 @@ class _Side:
         """A fresh worker with every prepared case but `dropped` compiled again."""
         self.worker.close()
         self.prepared.pop(dropped, None)
-        self.worker = runner.Worker(self.stack, self.options, wait=False)
+        self.worker = runner.Worker(self.stack, self.options, self.env, wait=False)
         self.ready()
         for payload in self.prepared.values():
             self.call(payload)
@@ -81,6 +82,22 @@ def run(stack_a, stack_b, case_list, passes, options, settings, sink, progress=N
     The rounds are split over `settings.processes` pairs of workers in turn: a process's own
     speed (where its code and data landed in memory) differs from the next one's by a few
     per cent, so the rounds must sample processes too, not one pair's bias (as pyperf does)."""
+    with tempfile.TemporaryDirectory(prefix="kmicro-ab-") as cache:
+        _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress,
+             _compile_cache_env(cache))
+
+
+def _compile_cache_env(directory) -> dict:
+    """JAX's persistent compilation cache, shared by this run's workers: the first worker
+    pair compiles every pass, the later ones load the same executables instead of compiling
+    them again (compiling is not timed; the programs run are the same). Other frameworks
+    ignore these variables."""
+    return {"JAX_COMPILATION_CACHE_DIR": directory,
+            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+
+
+def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress, env):
     rng, clock = random.Random(settings.seed), time.monotonic()
     pairs, done = None, 0
     per_process = -(-settings.max_rounds // settings.processes)
@@ -90,7 +107,7 @@ def run(stack_a, stack_b, case_list, passes, options, settings, sink, progress=N
             # Every other pair starts and compiles B first: in A/A runs with A always first,
             # B came out faster in 53 and 55 of 81 passes (jax, tensorflow; median 0.4 %).
             first = (0, 1) if n % 2 == 0 else (1, 0)
-            sides = _start([stack_a, stack_b], options, first)
+            sides = _start([stack_a, stack_b], options, first, env)
             pairs = _prepare(sides, first, case_list, passes, options, sink, progress, pairs)
             done = _rounds(sides, pairs, settings, sink, progress, rng, done,
                            done + per_process, clock, n)
@@ -110,10 +127,10 @@ def run(stack_a, stack_b, case_list, passes, options, settings, sink, progress=N
             side.close()
 
 
-def _start(stacks, options, first) -> list:
+def _start(stacks, options, first, env=None) -> list:
     """[side A, side B], both workers starting at once (their imports are not timed), greeted
     in the order `first` gives."""
-    started = {i: _Side(stacks[i], options, wait=False) for i in first}
+    started = {i: _Side(stacks[i], options, wait=False, env=env) for i in first}
     try:
         for i in first:
             started[i].ready()

@@ -152,6 +152,8 @@ def shares(intervals, windows) -> list:
 def step_parts(windows, intervals) -> list:
     """[{"layer", "part", "times_s": [per window]}] of `shares`, keys being (layer, part),
     with the windows' uncovered time as FRAMEWORK."""
+    if not windows:
+        raise RuntimeError("the profile holds no step ranges (kmicro.step trace annotations)")
     per_window = shares(intervals, windows)
     keys = list(dict.fromkeys(k for parts, _ in per_window for k in parts))
     out = [{"layer": k[0], "part": k[1], "times_s": [parts.get(k, 0.0) * 1e-12

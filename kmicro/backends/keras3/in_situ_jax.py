@@ -25,6 +25,9 @@ from kmicro.backends.name_scopes import jax_part
 __all__ = ["profile_steps"]
 
 STEP = "kmicro.step"
+# ops of compiled programs other than the step's own (Keras jits some metric updates and
+# conversions apart): they ran inside the step, so they are op time, not framework time
+OTHER_PROGRAMS = ("(other programs)", "forward")
 
 
 def profile_steps(model, layers, train, steps, phase="train") -> dict:
@@ -50,8 +53,10 @@ def _parts(space, scopes, phase) -> list:
     program = _program(space, "jit_{}_step".format(phase))
     graph = xplane.hlo_graph(space.programs[program])
     module = program.split("(")[0]
-    intervals = [(e.start_ps, e.end_ps, scopes.part(graph, e.name)) for e in space.events
-                 if e.stats.get("hlo_module") == module and e.name in graph]
+    intervals = [(e.start_ps, e.end_ps, scopes.part(graph, e.name) if e.name in graph
+                  else OTHER_PROGRAMS) for e in space.events
+                 if e.stats.get("hlo_module") == module and e.name in graph
+                 or e.stats.get("hlo_module") not in (None, module)]
     return xplane.step_parts(windows, intervals)
 
 
