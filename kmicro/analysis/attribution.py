@@ -40,8 +40,8 @@ class Request:
     batch: Optional[int] = None  # None: the built-in's batch size, 32 for user models
     quick: bool = False
     seed: int = 0
-    cwd: str = ""
-    in_situ: bool = False  # also the real step under the backend's profiler  # user modules are imported from here first, as `python -m` would
+    cwd: str = ""  # user modules are imported from here first, as `python -m` would
+    in_situ: bool = False  # also the real steps under the backend's profiler
 
     @property
     def builtin(self) -> bool:

@@ -31,7 +31,8 @@ class FamilyAdapter(object):
     layer passes: `prepare(case, pass_name, weights, inputs, dy) -> Prepared`;
     models: `build_model(spec, seed) -> Trainer`; attribution: `seed`, `is_model`, `builtin`,
     `compile_user`, `without`, `layers`, `describe`, `io`, `layer_pass(model, described,
-    pass_name, inputs, dy) -> Prepared`, `profile_steps(model, train, steps)`; graph inspection: `inspect(part, samples, repeats)`.
+    pass_name, inputs, dy) -> Prepared`, `profile_steps(model, train, steps, phase)`;
+    graph inspection: `inspect(part, samples, repeats)`.
     Only what is the same in every family lives here.
     """
 

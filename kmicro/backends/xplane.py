@@ -13,8 +13,8 @@ import glob
 import os
 from dataclasses import dataclass, field
 
-__all__ = ["Event", "Space", "read", "trace_file", "Instruction", "hlo_graph", "shares", "step_parts",
-           "FRAMEWORK"]
+__all__ = ["Event", "Space", "read", "trace_file", "Instruction", "hlo_graph", "shares",
+           "step_parts", "FRAMEWORK"]
 
 FRAMEWORK = ("(framework)", "overhead")  # a step's time in which none of its ops ran
 

@@ -54,6 +54,8 @@ def in_situ_table(records) -> Table:
 
 
 SMALL = 0.005  # parts below this share of the step are one row
+CHEAPER = "cheaper inside the step (fusion, shared work)"
+DEARER = "dearer inside the step (overhead, stalls)"
 
 
 def _folded(cells) -> dict:
@@ -79,11 +81,29 @@ def in_situ_lines(records) -> list:
             if top:
                 lines.append(f"{st}: {top[0]} takes {top[1]:.0%} of the profiled {step}"
                              + _bn_clause(records, st, phase, top[0]))
+        lines += _caveats(records, st)
         for t, mine, alone, diff in in_situ.versus_isolated(records, st):
+            why = CHEAPER if diff < 0 else DEARER
             lines.append(f"{st}: {t} in situ {_ms(mine)} vs {_ms(alone)} alone "
-                         f"({diff:+.0%} of the step: "
-                         f"{'cheaper inside the step (fusion, shared work)' if diff < 0 else 'dearer inside the step (overhead, stalls)'})")
+                         f"({diff:+.0%} of the step: {why})")
     return lines
+
+
+def _caveats(records, stack) -> list:
+    """Where the profile's split is too incomplete to read a layer's share from it."""
+    out = []
+    for phase, step in (("train", "training step"), ("test", "evaluation step")):
+        cells = in_situ.by_type(records, stack, phase)
+        outside = cells.get("(framework)", {}).get("share", 0.0)
+        unplaced = sum(c["share"] for t, c in cells.items()
+                       if not in_situ.is_layer(t) and t.startswith(("(other ops", "(batch-axis")))
+        if outside > 0.5:
+            out.append(f"{stack}: {outside:.0%} of the {step} lies outside every traced op: "
+                       "its split is incomplete")
+        if unplaced > 0.1:
+            out.append(f"{stack}: {unplaced:.0%} of the {step} is ops the profile could not "
+                       "tie to a layer; layer shares there are lower bounds")
+    return out
 
 
 def _bn_clause(records, stack, phase, top) -> str:

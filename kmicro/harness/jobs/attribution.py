@@ -171,7 +171,7 @@ def _in_situ_parts(adapter, info, model, payload, step, phase) -> list:
         return []
     described = {layer["name"]: layer for layer in
                  _describe(adapter, model, payload["batch"])["layers"]}
-    per_step = sum(sum(p["times_s"]) for p in parts) / payload["steps"]
+    per_step = sum(sum(p["times_s"]) for p in parts) / len(parts[0]["times_s"])
     by_layer = {}
     for p in parts:
         by_layer.setdefault(p["layer"], {})[p["part"]] = p["times_s"]
@@ -184,7 +184,8 @@ def _in_situ_parts(adapter, info, model, payload, step, phase) -> list:
         totals = timing.Measurement(samples=[sum(t) for t in zip(*kinds.values())])
         mean = sum(totals.samples) / len(totals.samples)
         record.update(status="ok", method="in_situ", time_s=mean, median_s=totals.median,
-                      iqr_s=totals.iqr, n_samples=len(totals.samples), share=mean / per_step, device=step.get("device"),
+                      iqr_s=totals.iqr, n_samples=len(totals.samples), share=mean / per_step,
+                      device=step.get("device"),
                       **{"{}_s".format(k): sum(t) / len(t) for k, t in kinds.items()})
         out.append(record)
     return out
