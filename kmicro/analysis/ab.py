@@ -45,12 +45,11 @@ class _Pair:
 class _Side:
     """One stack's live worker; restarted (and its cases prepared again) when it fails."""
 
-    def __init__(self, stack, options, wait=True, env=None):
+    def __init__(self, stack, options, env=None):
+        """Starts the worker; `ready()` waits for it, so both sides can start at once."""
         self.stack, self.options, self.env = stack, options, env
         self.prepared = {}  # case id -> prepare payload, to replay after a restart
         self.worker = runner.Worker(stack, options, env, wait=False)
-        if wait:
-            self.ready()
 
     def ready(self):
         self.worker.ready()
@@ -130,7 +129,7 @@ def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress,
 def _start(stacks, options, first, env=None) -> list:
     """[side A, side B], both workers starting at once (their imports are not timed), greeted
     in the order `first` gives."""
-    started = {i: _Side(stacks[i], options, wait=False, env=env) for i in first}
+    started = {i: _Side(stacks[i], options, env) for i in first}
     try:
         for i in first:
             started[i].ready()

@@ -70,13 +70,12 @@ class Worker:
         if wait:
             self.ready()
 
-    def ready(self) -> "Worker":
+    def ready(self):
         """Waits for the worker's greeting (once): `fatal` and `info` are set after it."""
         if self.info is None:
             hello = self.read(STARTUP_TIMEOUT_S)
             self.fatal = hello.get("error") if hello["type"] == "fatal" else None
             self.info = hello.get("info", {})
-        return self
 
     def _drain(self):
         for line in self.proc.stdout:

@@ -6,12 +6,9 @@ from __future__ import annotations
 from rich.table import Table
 
 from kmicro.analysis import attribution, in_situ
+from kmicro.report.attribution_tables import _ms
 
 __all__ = ["in_situ_table", "in_situ_lines", "print_in_situ"]
-
-
-def _ms(seconds) -> str:
-    return f"{seconds * 1e3:.3g} ms"
 
 
 def _stacks(records) -> list:

@@ -20,6 +20,8 @@ import time
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from kmicro.backends.xplane import FRAMEWORK
+
 __all__ = ["profile_steps"]
 
 STEP = "kmicro.step"
@@ -29,7 +31,6 @@ OTHER = {"kmicro.loss": ("(loss)", "forward"), "kmicro.metrics": ("(metrics)", "
          "kmicro.optimizer": ("(optimizer)", "update")}
 BACKWARD = "autograd::engine::evaluate_function: "
 UNOWNED = "(no layer)"  # backward nodes no forward op of ours recorded (AccumulateGrad)
-FRAMEWORK = ("(framework)", "overhead")
 
 
 def profile_steps(model, layers, train, steps, phase="train") -> dict:
