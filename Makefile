@@ -56,7 +56,7 @@ bench: env
 
 test: env chromium asv-machine
 	$(VENV)/bin/lint-imports --no-cache  # the layering contracts in pyproject.toml
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q --durations=15
 
 calibrate: env
 	$(VENV)/bin/kmicro calibrate --ops batchnorm,dense
