@@ -19,9 +19,13 @@ env: $(STAMP) .envs/theano/.installed
 
 legacy: .envs/tf1/.installed .envs/theano-2019/.installed .envs/keras1-theano/.installed
 
+# uv installs the pins (seconds from its cache, where pip took minutes for every fresh clone);
+# it reads no pip configuration, so it gets the machine's wheel folders (the CPU torch here).
+UV_LINKS := $(foreach d,$(PIP_FIND_LINKS),--find-links $(d))
 $(STAMP): requirements/keras3.txt pyproject.toml
 	test -x $(VENV)/bin/python || $(PY311) -m venv $(VENV)
-	$(PIP) install -r requirements/keras3.txt
+	$(PIP) install $$(grep -E '^uv==' requirements/keras3.txt)
+	$(VENV)/bin/uv pip install -q --python $(VENV)/bin/python -r requirements/keras3.txt $(UV_LINKS)
 	$(PIP) install --no-deps --no-build-isolation -e .
 	touch $@
 

@@ -13,6 +13,7 @@ import pytest
 from conftest import KMICRO, ROOT, load
 
 from kmicro.analysis import ab_stats
+from kmicro.report import ab_tables
 
 DENSE = ("--ops", "dense", "--passes", "forward", "--shapes", "32,512", "--set", "units=10")
 CASE = "dense(units=10)@32x512"  # one of the three Dense cases at that shape
@@ -77,6 +78,17 @@ def test_one_worker_pairs_bias_is_not_a_change():
     # The same biases shared by every pair are a change, pairs or not.
     b = a * np.exp(0.05 + rng.normal(0, 0.002, 25))
     assert ab_stats.compare(a, b, groups=groups).verdict(0.03) == "slower"
+
+
+def test_a_same_that_does_not_rule_out_the_minimum_effect_is_shown_unsure():
+    wide = ab_stats.Comparison(1.02, 0.95, 1.73, 30)  # CI once read a planted 1.4x like this
+    assert wide.verdict(0.03) == "same" and not wide.conclusive(0.03)
+    assert ab_stats.Comparison(1.0, 0.99, 1.02, 30).conclusive(0.03)
+    assert ab_stats.Comparison(1.4, 1.2, 1.6, 30).conclusive(0.03)  # slower is a finding
+    rows = [dict(verdict="same", ratio=r, ci_low=lo, ci_high=hi, rounds=30, min_effect=0.03,
+                 status="ok", mde=0.1) for r, lo, hi in ((1.02, 0.95, 1.73), (1.0, 0.99, 1.02))]
+    assert [ab_tables.verdict_label(r) for r in rows] == ["same (unsure)", "same"]
+    assert "2 same (1 of them unsure" in ab_tables.summary(rows)
 
 
 def test_noise_only_is_not_settled_early():

@@ -257,6 +257,7 @@ def _judged(times, groups, min_effect) -> dict:
     return dict(median_a_s=a, median_b_s=b, median_s=b, ratio=judged.ratio,
                 ci_low=judged.ci_low, ci_high=judged.ci_high, mde=judged.mde,
                 verdict=judged.verdict(min_effect), rounds=judged.rounds,
+                conclusive=judged.conclusive(min_effect),
                 min_effect=min_effect, times_a_s=list(times[0]), times_b_s=list(times[1]),
                 round_pairs=list(groups))
 

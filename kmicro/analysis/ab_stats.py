@@ -54,6 +54,12 @@ class Comparison:
             return "faster"
         return "same"
 
+    def conclusive(self, min_effect: float) -> bool:
+        """False for a `same` whose interval still reaches a change of `min_effect`: no
+        change was shown, but none that size was ruled out either (more rounds narrow it)."""
+        up, down = 1 + min_effect, 1 / (1 + min_effect)
+        return self.verdict(min_effect) != "same" or down < self.ci_low and self.ci_high < up
+
     def settled(self, min_effect: float) -> bool:
         """More rounds would not change the verdict: the whole interval lies beyond the
         minimum effect, or within it. Judge it on an EARLY_CONFIDENCE comparison."""

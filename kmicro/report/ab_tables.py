@@ -6,11 +6,25 @@ import statistics
 
 from rich.table import Table
 
+from kmicro.analysis import ab, ab_stats
 from kmicro.report.tables import PASS_LABELS, format_time, short_case
 
-__all__ = ["VERDICT_STYLE", "by_effect", "ab_table", "summary"]
+__all__ = ["VERDICT_STYLE", "by_effect", "ab_table", "summary", "verdict_label"]
 
 VERDICT_STYLE = {"slower": "bold red", "faster": "bold green", "same": ""}
+
+
+def unsure(record) -> bool:
+    """A `same` whose 95 % interval still reaches a change of the minimum effect."""
+    judged = ab_stats.Comparison(record["ratio"], record["ci_low"], record["ci_high"],
+                                 record.get("rounds", 0))
+    min_effect = record.get("min_effect", ab.Settings.min_effect)
+    return record["verdict"] == "same" and not judged.conclusive(min_effect)
+
+
+def verdict_label(record) -> str:
+    """The verdict as shown: "same" alone only where the interval rules out the minimum effect."""
+    return "same (unsure)" if unsure(record) else record["verdict"]
 
 
 def by_effect(records) -> list:
@@ -36,7 +50,7 @@ def ab_table(records) -> Table:
         style = VERDICT_STYLE[r["verdict"]]
         table.add_row(label, pass_label, format_time(r["median_a_s"]), format_time(r["median_b_s"]),
                       f"{r['ratio']:.3f}", f"{r['ci_low']:.3f}-{r['ci_high']:.3f}",
-                      f"[{style}]{r['verdict']}[/{style}]" if style else r["verdict"],
+                      f"[{style}]{r['verdict']}[/{style}]" if style else verdict_label(r),
                       f"{r['mde']:.1%}", str(r["rounds"]))
     return table
 
@@ -45,6 +59,10 @@ def summary(records) -> str:
     measured = [r for r in records if r["status"] == "ok"]
     counts = {v: sum(r["verdict"] == v for r in measured) for v in ("slower", "faster", "same")}
     text = ", ".join(f"{n} {v}" for v, n in counts.items())
+    doubtful = sum(unsure(r) for r in measured)
+    if doubtful:
+        text += (f" ({doubtful} of them unsure: the interval still reaches a change of the "
+                 "minimum effect; more --rounds narrow it)")
     if measured:
         text += (f"; median minimum detectable effect {statistics.median(r['mde'] for r in measured):.1%}"
                  f" over {len(measured)} passes")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from kmicro.core.records import kind_of
 from kmicro.models import published
 from kmicro.report import tables
+from kmicro.report.ab_tables import unsure
 
 __all__ = ["Finding", "ab_findings", "anchor", "for_records", "model_findings", "op_findings"]
 
@@ -317,8 +318,11 @@ def ab_findings(ab_records) -> list:
                 parts.append(f"{len(hits)} {verdict} (most: {_where(top)}, {top['ratio']:.3g}x, "
                              f"95% CI {top['ci_low']:.3g}-{top['ci_high']:.3g})")
         same = sum(r["verdict"] == "same" for r in judged)
+        doubtful = sum(unsure(r) for r in judged)
         mde = statistics.median(r["mde"] for r in judged)
         summary = "; ".join(parts) if parts else "no pass differs"
-        out.append(Finding(f"{b} vs {a}: {summary}; {same} same, of {len(judged)} compared "
-                           f"(median detectable effect {mde:.1%}).", "ab"))
+        out.append(Finding(f"{b} vs {a}: {summary}; {same} same"
+                           + (f" ({doubtful} unsure)" if doubtful else "")
+                           + f", of {len(judged)} compared (median detectable effect {mde:.1%}).",
+                           "ab"))
     return out

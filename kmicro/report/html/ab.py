@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from html import escape
 
-from kmicro.report.ab_tables import by_effect, summary
+from kmicro.report.ab_tables import by_effect, summary, verdict_label
 from kmicro.report.html.markup import cell, seconds, table
 from kmicro.report.tables import PASS_LABELS, short_case
 
@@ -23,8 +23,9 @@ def section(recs) -> str:
     parts = ["<h2 id='ab'>A/B comparisons</h2><p class='note'>Interleaved rounds: every pass "
              "timed in short bursts on A and on B, in a random order per round; B/A is the "
              "median paired ratio, with a bootstrap 95% confidence interval. slower/faster: the "
-             "interval excludes 1 and the ratio is beyond the minimum effect; MDE: the smallest "
-             "change these rounds resolve.</p>"]
+             "interval excludes 1 and the ratio is beyond the minimum effect; same (unsure): "
+             "no change shown, but the interval still reaches one of the minimum effect; MDE: "
+             "the smallest change these rounds resolve.</p>"]
     for (a, b), pair in by_pair.items():
         parts.append(f"<h3>{escape(b)} vs {escape(a)}</h3><p>{escape(summary(pair))}</p>"
                      + table(HEADER, [_row(r) for r in by_effect(pair)]))
@@ -40,5 +41,5 @@ def _row(r) -> list:
     return label + [cell(seconds(r["median_a_s"]), "num"), cell(seconds(r["median_b_s"]), "num"),
                     cell(f"{r['ratio']:.3f}", "num"),
                     cell(f"{r['ci_low']:.3f}–{r['ci_high']:.3f}", "num"),
-                    cell(r["verdict"], VERDICT_CLASS[r["verdict"]]), cell(f"{r['mde']:.1%}", "num"),
+                    cell(verdict_label(r), VERDICT_CLASS[r["verdict"]]), cell(f"{r['mde']:.1%}", "num"),
                     cell(r["rounds"], "num")]
