@@ -24,3 +24,10 @@ def test_workers_run_with_fixed_malloc_thresholds_unless_told_otherwise(monkeypa
     assert stacks.worker_env(stack, "cpu")["GLIBC_TUNABLES"] == stacks.MALLOC_TUNABLES
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=1")  # the user's own wins
     assert stacks.worker_env(stack, "cpu")["GLIBC_TUNABLES"] == "glibc.malloc.arena_max=1"
+
+
+def test_theano_compiles_into_a_per_user_cache_every_checkout_shares(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    flags = stacks.worker_env(stacks.STACKS["theano"], "cpu")["THEANO_FLAGS"]
+    assert f"compiledir={tmp_path / 'kmicro' / 'compiled' / 'theano'}" in flags
+    assert str(ROOT) not in flags  # a fresh clone (CI's) would compile everything again

@@ -15,7 +15,8 @@ from kmicro.core import stack_config
 from kmicro.core.errors import UsageError
 
 __all__ = ["ROOT", "MALLOC_TUNABLES", "DEVICES", "JIT", "Stack", "STACKS", "all_stacks",
-           "resolve", "worker_env", "in_checkout", "cache_home", "import_root"]
+           "resolve", "worker_env", "in_checkout", "cache_home", "compile_cache_home",
+           "import_root"]
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout, when kmicro runs from one
 # glibc malloc hands blocks >= 128 KiB back to the OS and trims its heap, adapting both
@@ -70,7 +71,7 @@ class Stack:
 
 
 # Theano compiles C per graph: its cache is kept so a second run is fast. {cache} is filled
-# in per stack by worker_env. Theano is CPU-only here (no pygpu on PyPI).
+# in per stack by worker_env (compile_cache_home). Theano is CPU-only here (no pygpu on PyPI).
 _THEANO_ENV = (("THEANO_FLAGS", "floatX=float32,device=cpu,blas.ldflags=-lopenblas,"
                                 "compiledir={cache}"),)
 _KERAS3 = dict(family="keras3", env_dir=".venv", python="3.11", requirements="requirements/keras3.txt")
@@ -140,6 +141,13 @@ def cache_home() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kmicro"
 
 
+def compile_cache_home() -> Path:
+    """Compiled-code caches (Theano's C modules), per user like Theano's own ~/.theano, not per
+    checkout: a fresh clone (CI's) reuses them instead of spending minutes compiling again.
+    Theano keys its modules by platform, Python and Theano version and locks the directory."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kmicro" / "compiled"
+
+
 def import_root() -> Path:
     """A directory whose only package is this kmicro: put on a worker's PYTHONPATH, it makes
     kmicro importable by any interpreter without handing it another environment's packages."""
@@ -166,7 +174,7 @@ def worker_env(stack: Stack, device: str) -> dict:
     if not stack.own_kmicro:
         env["PYTHONPATH"] = _path_join(str(import_root()), env.get("PYTHONPATH", ""))
     for key, value in stack.env:
-        value = value.replace("{cache}", str(cache_home() / stack.name))
+        value = value.replace("{cache}", str(compile_cache_home() / stack.name))
         env[key] = _path_join(value, env.get(key, "")) if key == "PYTHONPATH" else value
     if device == "cpu":
         # Hide GPUs so no backend can place work on one.
