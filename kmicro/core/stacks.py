@@ -136,8 +136,10 @@ def in_checkout() -> bool:
 
 
 def cache_home() -> Path:
-    if in_checkout():
-        return ROOT / ".cache"
+    return ROOT / ".cache" if in_checkout() else _user_cache()
+
+
+def _user_cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kmicro"
 
 
@@ -145,7 +147,7 @@ def compile_cache_home() -> Path:
     """Compiled-code caches (Theano's C modules), per user like Theano's own ~/.theano, not per
     checkout: a fresh clone (CI's) reuses them instead of spending minutes compiling again.
     Theano keys its modules by platform, Python and Theano version and locks the directory."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kmicro" / "compiled"
+    return _user_cache() / "compiled"
 
 
 def import_root() -> Path:

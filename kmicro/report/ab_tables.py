@@ -9,7 +9,7 @@ from rich.table import Table
 from kmicro.analysis import ab, ab_stats
 from kmicro.report.tables import PASS_LABELS, format_time, short_case
 
-__all__ = ["VERDICT_STYLE", "by_effect", "ab_table", "summary", "verdict_label"]
+__all__ = ["VERDICT_STYLE", "by_effect", "ab_table", "summary", "unsure", "verdict_label"]
 
 VERDICT_STYLE = {"slower": "bold red", "faster": "bold green", "same": ""}
 
