@@ -5,8 +5,6 @@ in_situ_tf.py use it.
 A part is (layer name, pass) for a layer's forward or backward, or ("(loss)", pass),
 ("(metrics)", "forward"), ("(optimizer)", "update"), ("(other ops)", pass).
 """
-from __future__ import annotations
-
 import re
 
 __all__ = ["jax_part", "tf_part"]

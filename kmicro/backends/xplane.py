@@ -7,8 +7,6 @@ into parts of each step window that add up to the window: each instant goes to t
 running then, split evenly when several run at once, and to nobody (framework time) when none
 does.
 """
-from __future__ import annotations
-
 import glob
 import os
 from dataclasses import dataclass, field
