@@ -57,17 +57,19 @@ class Comparison:
     def conclusive(self, min_effect: float) -> bool:
         """False for a `same` whose interval still reaches a change of `min_effect`: no
         change was shown, but none that size was ruled out either (more rounds narrow it)."""
-        up, down = 1 + min_effect, 1 / (1 + min_effect)
-        return self.verdict(min_effect) != "same" or down < self.ci_low and self.ci_high < up
+        return self.verdict(min_effect) != "same" or self._within(min_effect)
 
     def settled(self, min_effect: float) -> bool:
         """More rounds would not change the verdict: the whole interval lies beyond the
         minimum effect, or within it. Judge it on an EARLY_CONFIDENCE comparison."""
-        up, down = 1 + min_effect, 1 / (1 + min_effect)
         if not self.covered:
             return False
-        return self.ci_low > up or self.ci_high < down or (down < self.ci_low
-                                                           and self.ci_high < up)
+        up, down = 1 + min_effect, 1 / (1 + min_effect)
+        return self.ci_low > up or self.ci_high < down or self._within(min_effect)
+
+    def _within(self, min_effect: float) -> bool:
+        """The whole interval lies inside a change of `min_effect` either way."""
+        return 1 / (1 + min_effect) < self.ci_low and self.ci_high < 1 + min_effect
 
 
 def median_interval(values, confidence=CONFIDENCE) -> tuple:
