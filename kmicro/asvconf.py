@@ -23,10 +23,9 @@ from kmicro.core import stacks
 from kmicro.core.errors import UsageError
 
 # In requirements/keras3.txt for the test and benchmark tools, not for the benchmarked stack.
-TOOLING = {"asv", "asv-runner", "build", "click", "distlib", "grimp", "import-linter",
-           "iniconfig", "json5", "lazy-importer",
-           "pluggy", "pympler", "pyproject-hooks", "pytest", "python-discovery", "tabulate",
-           "uv", "virtualenv"}
+TOOLING = {"asv", "asv-runner", "build", "click", "distlib", "execnet", "grimp", "import-linter",
+           "iniconfig", "json5", "lazy-importer", "pluggy", "pympler", "pyproject-hooks", "pytest",
+           "pytest-xdist", "python-discovery", "tabulate", "uv", "virtualenv"}
 # What only one Keras 3 backend needs: dropped by --lean from a config that leaves it out.
 # Keras' numpy backend imports jax (keras/src/backend/numpy/math.py, nn.py).
 BACKEND_PACKAGES = {"tensorflow": {"tensorflow-cpu"}, "jax": {"jax", "jaxlib"},

@@ -103,6 +103,7 @@ def kmicro(*args, env=None):
                           env=dict(os.environ, **(env or {})), timeout=900)
 
 
+@pytest.mark.timing
 def test_a_a_run_writes_contract_records(tmp_path):
     out = tmp_path / "aa.json"
     p = kmicro("ab", "numpy", "numpy", *DENSE, *FAST, "--min-effect", "0.25", "--json", str(out))
@@ -130,6 +131,7 @@ def slow_numpy(tmp_path):
     kmicro("stack", "remove", "slow-numpy")
 
 
+@pytest.mark.timing
 def test_a_planted_slowdown_is_slower_and_its_reverse_faster(slow_numpy, tmp_path):
     out = tmp_path / "ab.json"
     p = kmicro("ab", "numpy", slow_numpy, *DENSE, *ENOUGH, "--json", str(out))

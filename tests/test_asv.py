@@ -100,6 +100,7 @@ def test_quick_asv_run_times_a_case_and_skips_what_the_stack_cannot_run():
     assert re.search(r"dense\(units=10\)@32x512\s+backward\s+n/a", out), out  # numpy: skipped
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 def test_relative_suite_stores_each_ratio_against_the_reference():
     """benchmarks/relative.py in real asv: the numpy stack as its own reference (A/A), so

@@ -138,6 +138,7 @@ def summary(out):
     return "\n".join(ln for ln in out.splitlines() if keep.search(ln))
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 @pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="the Keras 3 stack is Python 3.11")
 def test_asv_find_names_the_commit_that_slowed_the_numpy_forward(tmp_path):

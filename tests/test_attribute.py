@@ -132,6 +132,7 @@ def test_user_model_every_layer_timed_and_the_expensive_layer_ranks_first(tmp_pa
     assert "Conv2D" in p.stdout and "remainder" in p.stdout
 
 
+@pytest.mark.timing
 @needs("jax")
 def test_removing_batchnorm_makes_the_step_faster(tmp_path):
     out = tmp_path / "a.json"

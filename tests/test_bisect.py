@@ -26,6 +26,7 @@ def bisect(repo, good, bad, tmp_path, extend=4):
                           text=True, cwd=ROOT, env=env, timeout=1800)
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 def test_bisect_names_the_planted_commit(tmp_path):
     commits = history(tmp_path / "keras", 8, planted=5)
@@ -38,6 +39,7 @@ def test_bisect_names_the_planted_commit(tmp_path):
     assert 1.08 < tested[commits[-1]]["ratio"] < 1.4  # +15-20 %, not a sleep
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 def test_bisect_without_a_change_names_no_commit(tmp_path):
     commits = history(tmp_path / "keras", 8)
