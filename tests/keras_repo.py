@@ -1,11 +1,13 @@
 """Throwaway git histories of Keras' own source (its 3.15.1 sdist), for kmicro env and bisect."""
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-SDIST = ROOT / ".cache" / "test-envs" / "sdist"  # downloaded once, kept between runs
+# Kept between runs and checkouts (CI clones afresh): the sdist, and the bisect tests' stacks.
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kmicro" / "tests"
+SDIST = CACHE / "sdist"  # downloaded once
 DENSE = Path("keras") / "src" / "layers" / "core" / "dense.py"
 # A real slowdown, not a sleep: one more elementwise pass over Dense's input (+15-20 % on
 # dense(units=10)@32x512 forward with the numpy backend on the 2-core VM).
@@ -13,10 +15,17 @@ PLANT = ("        x = ops.matmul(inputs, self.kernel)\n",
          "        x = ops.matmul(ops.add(inputs, 0.0), self.kernel)\n")
 
 
+# Fixed authors and dates: the same history has the same commits in every run, so the
+# environments built for them (named by commit) are found again instead of rebuilt.
+GIT_ENV = dict(GIT_AUTHOR_NAME="kmicro test", GIT_AUTHOR_EMAIL="test@example.invalid",
+               GIT_AUTHOR_DATE="2026-01-01T00:00:00Z", GIT_COMMITTER_NAME="kmicro test",
+               GIT_COMMITTER_EMAIL="test@example.invalid",
+               GIT_COMMITTER_DATE="2026-01-01T00:00:00Z")
+
+
 def _git(repo, *args):
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=kmicro test",
-                    "-c", "user.email=test@example.invalid", *args], check=True,
-                   capture_output=True)
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                   env=dict(os.environ, **GIT_ENV))
 
 
 def keras_repo(repo: Path) -> Path:

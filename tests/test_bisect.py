@@ -1,5 +1,6 @@
 """kmicro bisect on throwaway Keras histories: it names the planted commit, and says "no
 significant change" (exit 0, no commit) on the same history without the plant."""
+import hashlib
 import os
 import subprocess
 
@@ -8,18 +9,22 @@ import pytest
 import numpy as np
 
 from conftest import KMICRO, ROOT, load
-from keras_repo import history
+from keras_repo import CACHE, history
 
 from kmicro.analysis import ab, bisect as bisect_mod
 
-ENVS = ROOT / ".cache" / "test-envs"  # per-commit environments, kept between runs
+# Per-commit environments and the stacks that name them, kept between runs (the histories'
+# commits are the same every run): a rerun times the bisection, not uv building Keras again.
+# Keyed by the base stack's pins, which every such environment also installs.
+PINS = hashlib.sha1((ROOT / "requirements" / "keras3.txt").read_bytes()).hexdigest()[:10]
+ENVS = CACHE / f"bisect-envs-{PINS}"
 CASE = ("--case", "dense(units=10)@32x512", "--pass", "forward", "--from", "numpy",
         "--package", "keras")
 
 
 def bisect(repo, good, bad, tmp_path, extend=4):
     """--extend 4: under a load that leaves a comparison unsettled, more runs, not a wrong call."""
-    env = dict(os.environ, KMICRO_CONFIG=str(tmp_path / "stacks.json"), KMICRO_ENVS=str(ENVS))
+    env = dict(os.environ, KMICRO_CONFIG=str(ENVS / "stacks.json"), KMICRO_ENVS=str(ENVS))
     return subprocess.run([*KMICRO, "bisect", "--repo", str(repo), "--good", good, "--bad", bad,
                            *CASE, "--extend", str(extend), "--json", str(tmp_path / "b.json")],
                           capture_output=True,
