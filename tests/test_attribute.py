@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, load
-from kmicro.harness.jobs import built_models
+from kmicro.harness.jobs import attribution as attribution_job, built_models
 from kmicro.analysis import attribution, in_situ
 from kmicro.core import stacks
 from kmicro.core.errors import UsageError
@@ -221,6 +221,19 @@ def test_name_scopes_say_which_layer_and_pass_an_op_is(part, op_name, expected):
     assert getattr(name_scopes, part)(op_name, {"conv2d", "bn", "dense"}, "adam") == expected
 
 
+def test_profiled_steps_are_split_over_sessions_and_merged_in_order():
+    assert attribution_job._split(10, 3) == [4, 3, 3] and attribution_job._split(2, 3) == [1, 1]
+    assert attribution_job._split(5, 1) == [5]
+    first = {"steps_s": [1.0, 2.0], "parts": [{"layer": "a", "part": "forward",
+                                              "times_s": [0.5, 0.6]}]}
+    second = {"steps_s": [3.0], "parts": [{"layer": "b", "part": "backward", "times_s": [0.7]},
+                                          {"layer": "a", "part": "forward", "times_s": [0.8]}]}
+    merged = attribution_job._merged([first, second])
+    assert merged["steps_s"] == [1.0, 2.0, 3.0]
+    assert merged["parts"] == [{"layer": "a", "part": "forward", "times_s": [0.5, 0.6, 0.8]},
+                               {"layer": "b", "part": "backward", "times_s": [0.0, 0.0, 0.7]}]
+
+
 @needs("tensorflow", "jax", "torch")
 def test_in_situ_parts_add_up_and_the_expensive_layer_ranks_first(tmp_path):
     out = tmp_path / "a.json"
@@ -232,6 +245,7 @@ def test_in_situ_parts_add_up_and_the_expensive_layer_ranks_first(tmp_path):
     for stack in ("tensorflow", "jax", "torch"):
         step = in_situ.profiled_step(records, stack)
         assert step and step["method"] == "in_situ" and step["unprofiled_s"] > 0, stack
+        assert step["profile_sessions"] == 3, stack  # 3 steps: one per session, plain between
         parts = [r for r in records if r["stack"] == stack and r["pass"] == "in_situ"]
         assert all(r["status"] == "ok" and r["method"] == "in_situ" for r in parts)
         assert sum(r["share"] for r in parts) == pytest.approx(1.0), stack
@@ -263,6 +277,7 @@ def test_in_situ_on_theano_places_profiled_nodes_by_the_weights_they_read(tmp_pa
     assert max(layers, key=lambda r: r["time_s"])["layer"] == "expensive"
     assert in_situ.dominant_type(records, "theano")[0] == "Conv2D"
     assert in_situ.profiled_step(records, "theano")["versions"]["theano"] == "1.0.5"
+    assert in_situ.profiled_step(records, "theano")["profile_sessions"] == 1  # compiles each
 
 
 @needs("tf1")

@@ -36,6 +36,10 @@ class FamilyAdapter(object):
     Only what is the same in every family lives here.
     """
 
+    # How many profiler sessions `kmicro attribute --in-situ` may alternate with plain steps:
+    # one where a session costs a compilation (Theano profiles a function compiled for it).
+    profile_sessions = 1
+
     def profile_steps(self, model, train, steps, phase="train") -> dict:
         """In-situ attribution (keras3 adapter has the contract); families without it say so."""
         raise UnsupportedPass("in-situ attribution: not implemented for {} stacks yet".format(

@@ -106,6 +106,8 @@ class Adapter(FamilyAdapter):
     describe = staticmethod(models.describe)  # (model) -> per layer: name, type, shapes...
     io = staticmethod(models.io)  # (model) -> (input shapes and dtypes, output shapes)
 
+    profile_sessions = 3  # torch, TensorFlow and JAX start a profiler session cheaply
+
     def profile_steps(self, model, train, steps, phase="train") -> dict:
         """`steps` calls of `train` (a train or test step: `phase`) under the backend's
         profiler, split into the model's parts."""

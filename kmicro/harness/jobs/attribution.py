@@ -107,10 +107,11 @@ def _trained(trainer, x, y):
     return lambda: trainer.train(x, y)
 
 
-def _steps_policy(payload):
-    # Exactly --steps samples of one step each (min_sample_s=0: no loops per sample).
-    return timing.Policy(warmup=WARMUP_STEPS, warmup_s=0.0, min_samples=payload["steps"],
-                         max_samples=payload["steps"], min_sample_s=0.0, budget_s=float("inf"))
+def _steps_policy(payload, steps=None):
+    # Exactly --steps (or `steps`) samples of one step each (min_sample_s=0: no loops per sample).
+    steps = steps or payload["steps"]
+    return timing.Policy(warmup=WARMUP_STEPS, warmup_s=0.0, min_samples=steps,
+                         max_samples=steps, min_sample_s=0.0, budget_s=float("inf"))
 
 
 def _step_fields(trainer, compile_s, x0) -> dict:
@@ -145,23 +146,53 @@ def _time_ablated(session, model, trainer, payload) -> dict:
 
 
 def _profiled(adapter, model, trainer, payload, phase) -> dict:
-    """The train (or test) step with the profiler on, between two blocks of steps without it
-    (so the profiler's overhead is read against steps of the same minutes); `parts` is the
-    profile's split, turned into records by _in_situ_parts."""
+    """The train (or test) step with the profiler on, in turns with blocks of steps without it
+    (plain, profiled, plain, ...: drift over the run hits both sides alike, so the profiler's
+    overhead is read side by side); `parts` is the profile's split, turned into records by
+    _in_situ_parts. The --steps profiled steps are split over the adapter's
+    `profile_sessions`."""
     x, y, x0 = _batch(adapter, model, payload)
     step = _trained(trainer, x, y) if phase == "train" else (lambda: trainer.test(x, y))
     _, compile_s = timing.first_call(step, timing.host_values)
-    before = timing.measure(step, timing.host_values, _steps_policy(payload))
-    profile = adapter.profile_steps(model, step, payload["steps"], phase)
-    after = timing.measure(step, timing.host_values, _steps_policy(payload))
-    on = timing.Measurement(samples=profile["steps_s"])
-    plain = timing.Measurement(samples=before.samples + after.samples)
+    sessions = _split(payload["steps"], adapter.profile_sessions)
+    plain = timing.measure(step, timing.host_values, _steps_policy(payload, sessions[0])).samples
+    profiles = []
+    for steps in sessions:
+        profiles.append(adapter.profile_steps(model, step, steps, phase))
+        plain += timing.measure(step, timing.host_values, _steps_policy(payload, steps)).samples
+    profile = _merged(profiles)
+    on, off = timing.Measurement(samples=profile["steps_s"]), timing.Measurement(samples=plain)
     totals = [sum(t) for t in zip(*(p["times_s"] for p in profile["parts"]))]
-    return dict(on.summary(), method="in_situ", share=1.0, unprofiled_s=plain.median,
-                unprofiled_iqr_s=plain.iqr, profiler_overhead=on.median / plain.median - 1,
+    return dict(on.summary(), method="in_situ", share=1.0, unprofiled_s=off.median,
+                unprofiled_iqr_s=off.iqr, profiler_overhead=on.median / off.median - 1,
+                profile_sessions=len(sessions),
                 # the profile's own step ranges against the clock around each step
                 accounted=sum(totals) / sum(profile["steps_s"]), parts=profile["parts"],
                 **_step_fields(trainer, compile_s, x0))
+
+
+def _split(steps, sessions) -> list:
+    """`steps` spread over at most `sessions` profiled sessions, e.g. 10 over 3: [4, 3, 3]."""
+    n = max(1, min(sessions, steps))
+    return [steps // n + (1 if i < steps % n else 0) for i in range(n)]
+
+
+def _merged(profiles) -> dict:
+    """Several profile_steps results as one: the steps of every session in order, each part's
+    times per step (0 in a session where the part did not occur)."""
+    keys = []
+    for profile in profiles:
+        keys += [(p["layer"], p["part"]) for p in profile["parts"]
+                 if (p["layer"], p["part"]) not in keys]
+    parts = []
+    for layer, part in keys:
+        times = []
+        for profile in profiles:
+            found = [p["times_s"] for p in profile["parts"] if (p["layer"], p["part"]) ==
+                     (layer, part)]
+            times += found[0] if found else [0.0] * len(profile["steps_s"])
+        parts.append({"layer": layer, "part": part, "times_s": times})
+    return {"steps_s": [s for profile in profiles for s in profile["steps_s"]], "parts": parts}
 
 
 def _in_situ_parts(adapter, info, model, payload, step, phase) -> list:
