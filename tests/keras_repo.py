@@ -5,8 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kmicro.core import stacks
+
 # Kept between runs and checkouts (CI clones afresh): the sdist, and the bisect tests' stacks.
-CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kmicro" / "tests"
+CACHE = stacks._user_cache() / "tests"
 SDIST = CACHE / "sdist"  # downloaded once
 DENSE = Path("keras") / "src" / "layers" / "core" / "dense.py"
 # A real slowdown, not a sleep: one more elementwise pass over Dense's input (+15-20 % on

@@ -180,18 +180,13 @@ def _split(steps, sessions) -> list:
 def _merged(profiles) -> dict:
     """Several profile_steps results as one: the steps of every session in order, each part's
     times per step (0 in a session where the part did not occur)."""
-    keys = []
-    for profile in profiles:
-        keys += [(p["layer"], p["part"]) for p in profile["parts"]
-                 if (p["layer"], p["part"]) not in keys]
-    parts = []
-    for layer, part in keys:
-        times = []
-        for profile in profiles:
-            found = [p["times_s"] for p in profile["parts"] if (p["layer"], p["part"]) ==
-                     (layer, part)]
-            times += found[0] if found else [0.0] * len(profile["steps_s"])
-        parts.append({"layer": layer, "part": part, "times_s": times})
+    by_key = [{(p["layer"], p["part"]): p["times_s"] for p in profile["parts"]}
+              for profile in profiles]
+    keys = list(dict.fromkeys(key for times in by_key for key in times))  # first seen first
+    parts = [{"layer": layer, "part": part,
+              "times_s": [t for times, profile in zip(by_key, profiles)
+                          for t in times.get((layer, part), [0.0] * len(profile["steps_s"]))]}
+             for layer, part in keys]
     return {"steps_s": [s for profile in profiles for s in profile["steps_s"]], "parts": parts}
 
 
