@@ -8,10 +8,11 @@ import pytest
 
 from conftest import ROOT, load
 
+from kmicro.analysis import fidelity
 from kmicro.core import stacks
 from kmicro.harness import independent
 
-SMALL = ("--ops", "dense", "--shapes", "8,16", "--rounds", "2")
+SMALL = ("--ops", "dense", "--shapes", "8,16", "--rounds", "2", "--max-rounds", "2")
 
 
 def test_both_sides_are_measured_every_round(kmicro, tmp_path):
@@ -36,6 +37,33 @@ def test_both_sides_are_measured_every_round(kmicro, tmp_path):
     assert "jax: " in done.stdout and "passes within 0.95-1.05" in done.stdout
     shown = kmicro("report", str(out))  # the same table from the file
     assert shown.returncode == 0 and "fidelity: kmicro / independent loop" in shown.stdout
+
+
+def test_more_rounds_only_for_passes_whose_interval_crosses_the_band(kmicro, tmp_path):
+    out = tmp_path / "fidelity.json"
+    done = kmicro("calibrate", "--independent", "--stacks", "numpy", "--ops", "dense",
+                  "--shapes", "8,16", "--rounds", "6", "--max-rounds", "8", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    by_pass = {}
+    for r in load(out):
+        if r["status"] == "ok":
+            by_pass.setdefault(r["case"], []).append(r)
+    assert len(by_pass) == 3
+    for rs in by_pass.values():
+        rounds = [r["round"] for r in rs]
+        assert rounds == list(range(1, len(rs) + 1)) and 6 <= len(rs) <= 8
+        ratios = [r["ratio"] for r in rs]
+        for n in range(6, len(rs) + 1):  # a round more exactly while the last was undecided
+            assert fidelity.decided(ratios[:n]) == (n == len(rs) < 8) or n == len(rs) == 8
+
+
+def test_decided_once_the_interval_of_the_median_clears_an_edge():
+    inside = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0]
+    assert fidelity.decided(inside)
+    assert not fidelity.decided(inside[:5])  # five rounds cannot cover 95 %
+    assert not fidelity.decided(inside[:5] + [1.2])  # the range reaches past 1.05
+    assert fidelity.decided([0.9, 0.91, 0.88, 0.92, 0.9, 0.93])  # wholly outside: a finding
+    assert not fidelity.decided([0.9, 0.91, 0.88, 0.92, 0.9, 0.96])
 
 
 def test_torch_side_uses_torch_benchmark_timer(kmicro, tmp_path):

@@ -7,6 +7,12 @@ process luck anew. kmicro's side is exactly what `kmicro ops` does for the case
 (build, compile, check against the float64 reference, `timing.measure`); the independent side
 builds the layer with plain Keras and times it with the framework's own timer. One record per
 stack, case, pass and round keeps both times; `summarize` turns them into the ratio per case.
+
+After the first `rounds`, a pass keeps taking rounds (up to `max_rounds`) while the 95 %
+interval of its median ratio still crosses an edge of TARGET: the noise between two
+measurements a second apart is heavy-tailed on a shared VM (single rounds of one pass read
+0.83-1.13), and a median of five such rounds lands outside the band by chance on a few of 77
+passes. Passes whose interval already lies inside (or wholly outside) the band stop.
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import random
 import statistics
 from dataclasses import dataclass
 
+from kmicro.analysis import ab_stats
 from kmicro.core import records
 from kmicro.harness import independent, runner
 from kmicro.harness.jobs import op
@@ -25,37 +32,61 @@ TARGET = (0.95, 1.05)  # kmicro / independent, median over rounds
 MIN_RUN_S = 0.4  # the independent timer's run per measurement: kmicro's sampling budget
 
 
-def run(stacks, case_list, passes, rounds, options, sink, progress=None, seed=0):
-    """Measure every case and pass on every stack `rounds` times both ways; `sink(record)`
-    receives one record per stack, case, pass and round as soon as it is measured."""
+def run(stacks, case_list, passes, rounds, options, sink, progress=None, seed=0,
+        max_rounds=None):
+    """Measure every case and pass on every stack `rounds` times both ways, then the passes
+    still undecided (`decided`) again, up to `max_rounds` in all; `sink(record)` receives one
+    record per stack, case, pass and round as soon as it is measured."""
     rng = random.Random(seed)
     for stack in stacks:
-        _run_stack(stack, case_list, passes, rounds, options, sink, progress, rng)
+        _run_stack(stack, case_list, passes, rounds, max(rounds, max_rounds or rounds),
+                   options, sink, progress, rng)
 
 
-def _run_stack(stack, case_list, passes, rounds, options, sink, progress, rng):
+def decided(ratios) -> bool:
+    """The 95 % interval of the median of these per-round ratios lies wholly inside TARGET
+    or wholly outside it: more rounds would not move the median across an edge."""
+    low, high, covered = ab_stats.median_interval(ratios)
+    inside = TARGET[0] <= low and high <= TARGET[1]
+    return covered and (inside or high < TARGET[0] or low > TARGET[1])
+
+
+def _run_stack(stack, case_list, passes, rounds, max_rounds, options, sink, progress, rng):
     sides = _Sides(stack, options)
+    ratios = {(case.id, p): [] for case in case_list for p in passes}
     try:
-        for round_no in range(1, rounds + 1):
+        for round_no in range(1, max_rounds + 1):
             for case in case_list:
-                try:
-                    ours, theirs = sides.measure(case, passes, rng)
-                    for pass_name in passes:
-                        sink(_record(ours[pass_name], theirs[pass_name], round_no,
-                                     sides.independent.versions))
-                except (runner.WorkerDied, runner.WorkerTimeout) as exc:
-                    sides.close()  # fresh processes for the next case
-                    for pass_name in passes:
-                        sink(records.new(KIND, {"stack": stack.name, "backend": stack.backend},
-                                         case.id, pass_name, status="error", error=str(exc),
-                                         round=round_no))
+                wanted = [p for p in passes if (case.id, p) in ratios
+                          and (round_no <= rounds or not decided(ratios[case.id, p]))]
+                if not wanted:
+                    continue
+                for record in _measure(sides, stack, case, wanted, round_no, rng):
+                    if record["status"] == "ok":
+                        ratios[case.id, record["pass"]].append(record["ratio"])
+                    elif record["status"] != "error":  # unsupported: no more rounds for it
+                        ratios.pop((case.id, record["pass"]), None)
+                    sink(record)
                 if progress:
-                    progress(stack.name, f"round {round_no} {case.id}")
+                    extra = "" if round_no <= rounds else f" of up to {max_rounds}"
+                    progress(stack.name, f"round {round_no}{extra} {case.id}")
             # Fresh processes every round: a process's own speed (its heap, where its buffers
             # land) would otherwise bias every round of one side alike.
             sides.close()
     finally:
         sides.close()
+
+
+def _measure(sides, stack, case, passes, round_no, rng) -> list:
+    """This round's record of each pass of `case`: both sides measured, or the error."""
+    try:
+        ours, theirs = sides.measure(case, passes, rng)
+        return [_record(ours[p], theirs[p], round_no, sides.independent.versions)
+                for p in passes]
+    except (runner.WorkerDied, runner.WorkerTimeout) as exc:
+        sides.close()  # fresh processes for the next case
+        return [records.new(KIND, {"stack": stack.name, "backend": stack.backend}, case.id, p,
+                            status="error", error=str(exc), round=round_no) for p in passes]
 
 
 class _Sides:
@@ -139,6 +170,9 @@ class Summary:
     low: float  # their smallest and largest
     high: float
     rounds: int
+    ci_low: float  # the 95 % interval of the median (order statistics; the range when
+    ci_high: float  # there are too few rounds for 95 %, `covered` False)
+    covered: bool
 
     @property
     def within_target(self) -> bool:
@@ -159,7 +193,8 @@ def summarize(fidelity_records) -> tuple:
         summaries.append(Summary(stack, case, pass_name,
                                  statistics.median(r["median_s"] for r in rs),
                                  statistics.median(r["independent_s"] for r in rs),
-                                 statistics.median(ratios), min(ratios), max(ratios), len(rs)))
+                                 statistics.median(ratios), min(ratios), max(ratios), len(rs),
+                                 *ab_stats.median_interval(ratios)))
     measured = {(s.stack, s.case, s.pass_name) for s in summaries}
     unmeasured = {(r["stack"], r["case"], r["pass"]): r for r in failed
                   if (r["stack"], r["case"], r["pass"]) not in measured}

@@ -22,7 +22,13 @@ def add_parser(subparsers):
     common.add_run_flags(p, "calibrate", quick_help=common.QUICK_HELP)
     common.add_case_flags(p)
     p.set_defaults(passes=",".join(PASSES))
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=None,
+                   help="rounds per case (default 5; with --independent at least this many, "
+                        "default 6: the fewest whose 95 %% interval of a median is covered)")
+    p.add_argument("--max-rounds", type=int, default=None,
+                   help="--independent: more rounds, up to this many (default 18), for a pass "
+                        "whose 95 %% interval of the median ratio still crosses an edge of the "
+                        "target")
     p.add_argument("--independent", action="store_true",
                    help="alternate kmicro's measurement with a separate process timing the "
                         "layer with plain Keras and the framework's own timer")
@@ -33,8 +39,14 @@ def add_parser(subparsers):
 def run(args) -> int:
     from kmicro.core import records
 
+    if args.rounds is None:
+        args.rounds = 6 if args.independent else 5
     if args.rounds < 1:
         raise UsageError("expected --rounds >= 1")
+    if args.max_rounds is None:
+        args.max_rounds = max(args.rounds, 18)
+    if args.max_rounds < args.rounds and args.independent:
+        raise UsageError(f"expected --max-rounds >= --rounds ({args.rounds})")
     if args.independent and args.quick:
         raise UsageError("--quick measures less than the independent loop does; "
                          "use --rounds to make --independent shorter")
@@ -73,7 +85,7 @@ def _independent(args, chosen, case_list, passes, out, console):
 
     with common.progress_bar(len(chosen) * len(case_list) * args.rounds) as progress:
         fidelity.run(chosen, case_list, passes, args.rounds, common.run_options(args),
-                     out.append, progress, seed=args.seed)
+                     out.append, progress, seed=args.seed, max_rounds=args.max_rounds)
     for renderable in fidelity_tables.render(out.records):
         console.print(renderable, soft_wrap=True)
 
