@@ -112,7 +112,7 @@ asv-versions: env asv-machine
 
 # The relative suite's reference (benchmarks/relative.py, docs/asv.md): per backend of BACKENDS,
 # stack asv-ref-BACKEND = that stack with kmicro itself at ASV_REFERENCE_REV, made once, kept.
-ASV_REFERENCE_REV ?= aa0518e
+ASV_REFERENCE_REV ?= e9893ba
 asv-reference: env
 	for b in $(subst $(comma), ,$(BACKENDS)); do \
 	  $(VENV)/bin/kmicro stack list | grep -qx "asv-ref-$$b" || \
