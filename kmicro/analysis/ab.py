@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from kmicro.analysis import ab_stats
 from kmicro.core import cases as cases_mod
 from kmicro.core import records
-from kmicro.harness import runner
+from kmicro.harness import placement, runner
 
 __all__ = ["Settings", "run", "pooled"]
 
@@ -31,6 +31,10 @@ class Settings:
     processes: int = 5  # pairs of workers the rounds are split over, one pair after another
     budget_s: float = 600.0  # for the rounds, all passes together
     seed: int = 0  # the order of passes and sides in every round
+    # Both sides' bursts of a round on one CPU (drawn per round), the waiting side on the
+    # others: the vCPUs' own speeds then cancel in the ratio (kmicro/harness/placement.py).
+    # Multi-threaded kernels get one CPU while timed, on both sides alike.
+    same_cpu: bool = False
 
 
 @dataclass
@@ -115,7 +119,7 @@ def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress,
             if not pairs or time.monotonic() - clock > settings.budget_s:
                 break
         for key in list(pairs):
-            sink(_record(sides, key, pairs.pop(key), settings.min_effect))
+            sink(_record(sides, key, pairs.pop(key), settings))
     except (runner.WorkerDied, runner.WorkerTimeout) as exc:
         for case in case_list:  # a side that cannot even start: nothing was compared
             for pass_name in passes:
@@ -188,7 +192,7 @@ def _rounds(sides, pairs, settings, sink, progress, rng, done, until, clock, gro
             for key in [k for k in active if _judge(pairs[k], ab_stats.EARLY_CONFIDENCE)
                         .settled(settings.min_effect)]:
                 active.remove(key)
-                sink(_record(sides, key, pairs.pop(key), settings.min_effect))
+                sink(_record(sides, key, pairs.pop(key), settings))
         if progress:
             progress("round", f"{done}: {len(active)} undecided")
         if time.monotonic() - clock > settings.budget_s:
@@ -208,7 +212,12 @@ def _time_pair(sides, key, pair, settings, rng, group) -> bool:
     order = [0, 1] if rng.random() < 0.5 else [1, 0]
     task = {"kind": "ab", "task": "time", "case_id": key[0], "pass": key[1],
             "samples": settings.samples}
+    cpus = placement.available() if settings.same_cpu else []
+    cpu = rng.choice(cpus) if len(cpus) > 1 else None
     for i in order:
+        if cpu is not None:
+            placement.pin(sides[1 - i].worker.proc.pid, set(cpus) - {cpu})
+            placement.pin(sides[i].worker.proc.pid, {cpu})
         try:
             (burst,) = sides[i].call(task)
         except (runner.WorkerDied, runner.WorkerTimeout) as exc:
@@ -242,11 +251,11 @@ def _base(sides, case_id, pass_name, rec_a, rec_b) -> dict:
         ci_low=None, ci_high=None, verdict=None, mde=None, rounds=0)
 
 
-def _record(sides, key, pair, min_effect) -> dict:
+def _record(sides, key, pair, settings) -> dict:
     record = _base(sides, key[0], key[1], *pair.prepared)
     record.update(status="ok", max_rel_err=max(r["max_rel_err"] for r in pair.prepared),
-                  compile_s=pair.prepared[1]["compile_s"],
-                  **_judged(pair.times, pair.groups, min_effect))
+                  compile_s=pair.prepared[1]["compile_s"], same_cpu=settings.same_cpu,
+                  **_judged(pair.times, pair.groups, settings.min_effect))
     return record
 
 

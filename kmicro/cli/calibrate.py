@@ -27,8 +27,7 @@ def add_parser(subparsers):
                         "default 6: the fewest whose 95 %% interval of a median is covered)")
     p.add_argument("--max-rounds", type=int, default=None,
                    help="--independent: more rounds, up to this many (default 18), for a pass "
-                        "whose 95 %% interval of the median ratio still crosses an edge of the "
-                        "target")
+                        "until the 95 %% interval of its median ratio lies inside the target")
     p.add_argument("--independent", action="store_true",
                    help="alternate kmicro's measurement with a separate process timing the "
                         "layer with plain Keras and the framework's own timer")

@@ -1,0 +1,34 @@
+"""Which CPUs a worker process's threads may run on (Linux; elsewhere nothing is changed).
+
+On a small VM each vCPU changes speed on its own for seconds at a time (one read 1.6x slower
+than the other for 93 % of a 4 s trace, scripts/vcpu_speed.py), and the scheduler leaves a
+thread where it last ran. Two processes timed back to back then differ by whichever vCPU each
+sits on: `kmicro ab`'s worker pairs read ratios of 0.63-1.39 for the same code. Placing both
+sides' bursts of a round on one CPU takes that out of the ratio.
+"""
+from __future__ import annotations
+
+import os
+
+__all__ = ["available", "pin"]
+
+
+def available() -> list:
+    """The CPUs this process may use, sorted; [] where affinity cannot be set."""
+    if not hasattr(os, "sched_getaffinity"):
+        return []
+    return sorted(os.sched_getaffinity(0))
+
+
+def pin(pid, cpus) -> None:
+    """Every thread of process `pid` (threads it starts later inherit the mask) on `cpus`.
+    Threads that end meanwhile are skipped; a process that is gone is left to its owner."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return
+    for tid in threads:
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except OSError:
+            pass
