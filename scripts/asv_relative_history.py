@@ -3,11 +3,11 @@
 A throwaway clone of this repository at HEAD gets four commits that change nothing timed (a
 comment in docs/asv.md) and then one plant: kmicro's JAX forward of Conv2D also convolves 5
 of the batch's 32 samples again and adds 0 x their mean (XLA cannot drop it: 0 x NaN is NaN),
-+15.6 % of the layer's work by construction. One `asv run --interleave-rounds` over the six
-commits times the relative suite (benchmarks/relative.py, this checkout's) and three absolute
-`time_pass` cases beside it; `asv publish` then writes its regressions page. The script prints
-every series over the six commits, the A/A spread, the plant's step, the regressions listed and
-the wall time.
++15.6 % of the layer's forward work by construction. One `asv run --interleave-rounds` over
+the six commits times the relative suite (benchmarks/relative.py, this checkout's) and three
+absolute `time_pass` cases beside it; `asv publish` then writes its regressions page. The
+script prints every series over the six commits, the A/A spread, the plant's step, the
+regressions listed and the wall time.
 
     make asv-machine asv-reference BACKENDS=jax
     .venv/bin/python scripts/asv_relative_history.py [--work /tmp/kmicro-relhist]
@@ -105,6 +105,9 @@ def _summary(work, repo, wall):
     ratios = 0
     for (name, combo), by_commit in sorted(series.items()):
         values = [by_commit.get(c) for c in commits]
+        values = [None if v is None or v != v else v for v in values]  # NaN: not selected
+        if all(v is None for v in values):
+            continue
         before = [v for v in values[:5] if v is not None]
         cells = " ".join("n/a" if v is None else f"{v:.4g}" for v in values)
         spread = f"A/A {min(before):.4g}-{max(before):.4g}" if before else "A/A n/a"

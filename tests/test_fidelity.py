@@ -65,6 +65,16 @@ def test_decided_once_the_interval_of_the_median_lies_inside_the_band():
     assert not fidelity.decided([0.9, 0.91, 0.88, 0.92, 0.9, 0.93])  # outside: every round
 
 
+def test_same_cpu_rounds_are_recorded(kmicro, tmp_path):
+    out = tmp_path / "fidelity.json"
+    done = kmicro("calibrate", "--independent", "--stacks", "numpy", "--ops", "dense",
+                  "--shapes", "8,16", "--passes", "forward", "--rounds", "1", "--same-cpu",
+                  "--max-rounds", "1", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    ok = [r for r in load(out) if r["status"] == "ok"]
+    assert len(ok) == 3 and all(r["same_cpu"] is True and r["ratio"] > 0 for r in ok)
+
+
 def test_torch_side_uses_torch_benchmark_timer(kmicro, tmp_path):
     out = tmp_path / "fidelity.json"
     done = kmicro("calibrate", "--independent", "--stacks", "torch", *SMALL, "--passes",

@@ -216,8 +216,7 @@ def _time_pair(sides, key, pair, settings, rng, group) -> bool:
     cpu = rng.choice(cpus) if len(cpus) > 1 else None
     for i in order:
         if cpu is not None:
-            placement.pin(sides[1 - i].worker.proc.pid, set(cpus) - {cpu})
-            placement.pin(sides[i].worker.proc.pid, {cpu})
+            placement.turn(sides[i].worker.proc.pid, sides[1 - i].worker.proc.pid, cpu, cpus)
         try:
             (burst,) = sides[i].call(task)
         except (runner.WorkerDied, runner.WorkerTimeout) as exc:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from kmicro.analysis import ab_stats
 from kmicro.core import records
-from kmicro.harness import independent, runner
+from kmicro.harness import independent, placement, runner
 from kmicro.harness.jobs import op
 
 __all__ = ["KIND", "TARGET", "Summary", "run", "summarize"]
@@ -33,14 +33,15 @@ MIN_RUN_S = 0.4  # the independent timer's run per measurement: kmicro's samplin
 
 
 def run(stacks, case_list, passes, rounds, options, sink, progress=None, seed=0,
-        max_rounds=None):
+        max_rounds=None, same_cpu=False):
     """Measure every case and pass on every stack `rounds` times both ways, then the passes
     still undecided (`decided`) again, up to `max_rounds` in all; `sink(record)` receives one
-    record per stack, case, pass and round as soon as it is measured."""
+    record per stack, case, pass and round as soon as it is measured. `same_cpu`: both sides
+    of a pass and round run on one CPU (drawn each time), the waiting side on the others."""
     rng = random.Random(seed)
     for stack in stacks:
         _run_stack(stack, case_list, passes, rounds, max(rounds, max_rounds or rounds),
-                   options, sink, progress, rng)
+                   options, sink, progress, rng, same_cpu)
 
 
 def decided(ratios) -> bool:
@@ -52,8 +53,9 @@ def decided(ratios) -> bool:
     return covered and TARGET[0] <= low and high <= TARGET[1]
 
 
-def _run_stack(stack, case_list, passes, rounds, max_rounds, options, sink, progress, rng):
-    sides = _Sides(stack, options)
+def _run_stack(stack, case_list, passes, rounds, max_rounds, options, sink, progress, rng,
+               same_cpu):
+    sides = _Sides(stack, options, same_cpu)
     ratios = {(case.id, p): [] for case in case_list for p in passes}
     try:
         for round_no in range(1, max_rounds + 1):
@@ -82,8 +84,8 @@ def _measure(sides, stack, case, passes, round_no, rng) -> list:
     """This round's record of each pass of `case`: both sides measured, or the error."""
     try:
         ours, theirs = sides.measure(case, passes, rng)
-        return [_record(ours[p], theirs[p], round_no, sides.independent.versions)
-                for p in passes]
+        return [_record(ours[p], theirs[p], round_no, sides.independent.versions,
+                        same_cpu=len(sides.cpus) > 1) for p in passes]
     except (runner.WorkerDied, runner.WorkerTimeout) as exc:
         sides.close()  # fresh processes for the next case
         return [records.new(KIND, {"stack": stack.name, "backend": stack.backend}, case.id, p,
@@ -94,8 +96,9 @@ class _Sides:
     """One stack's kmicro worker and independent loop, (re)started when needed; a stack whose
     processes cannot start is not tried again."""
 
-    def __init__(self, stack, options):
+    def __init__(self, stack, options, same_cpu=False):
         self.stack, self.options = stack, options
+        self.cpus = placement.available() if same_cpu else []
         self.worker = self.independent = None
         self.fatal = None
 
@@ -105,12 +108,17 @@ class _Sides:
         self._start()
         ours, theirs = {}, {}
         for pass_name in passes:
-            if rng.random() < 0.5:
-                ours.update(self._ours(case, pass_name))
-                theirs[pass_name] = self._theirs(case, pass_name)
-            else:
-                theirs[pass_name] = self._theirs(case, pass_name)
-                ours.update(self._ours(case, pass_name))
+            cpu = rng.choice(self.cpus) if len(self.cpus) > 1 else None
+            turns = [(self.worker, lambda: ours.update(self._ours(case, pass_name))),
+                     (self.independent,
+                      lambda: theirs.__setitem__(pass_name, self._theirs(case, pass_name)))]
+            if rng.random() >= 0.5:
+                turns.reverse()
+            for side, measure in turns:
+                waiting = self.independent if side is self.worker else self.worker
+                if cpu is not None:
+                    placement.turn(side.proc.pid, waiting.proc.pid, cpu, self.cpus)
+                measure()
         return ours, theirs
 
     def _ours(self, case, pass_name) -> dict:
@@ -145,10 +153,11 @@ class _Sides:
         self.worker = self.independent = None
 
 
-def _record(ours, theirs, round_no, their_versions) -> dict:
+def _record(ours, theirs, round_no, their_versions, same_cpu=False) -> dict:
     """kmicro's op record, turned into a fidelity record with the independent time beside it."""
     record = dict(ours, kind=KIND, round=round_no, independent_s=None, ratio=None,
-                  timer=theirs.get("timer"), independent_versions=their_versions)
+                  timer=theirs.get("timer"), independent_versions=their_versions,
+                  same_cpu=same_cpu)
     if ours["status"] != "ok":
         return record
     if "error" in theirs:

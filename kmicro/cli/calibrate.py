@@ -32,6 +32,9 @@ def add_parser(subparsers):
                    help="alternate kmicro's measurement with a separate process timing the "
                         "layer with plain Keras and the framework's own timer")
     p.add_argument("--seed", type=int, default=0, help="--independent: order of the sides")
+    p.add_argument("--same-cpu", action="store_true",
+                   help="--independent: both sides of a pass and round on one CPU (drawn each "
+                        "time), as `kmicro ab --same-cpu`")
     return p
 
 
@@ -84,7 +87,8 @@ def _independent(args, chosen, case_list, passes, out, console):
 
     with common.progress_bar(len(chosen) * len(case_list) * args.rounds) as progress:
         fidelity.run(chosen, case_list, passes, args.rounds, common.run_options(args),
-                     out.append, progress, seed=args.seed, max_rounds=args.max_rounds)
+                     out.append, progress, seed=args.seed, max_rounds=args.max_rounds,
+                     same_cpu=args.same_cpu)
     for renderable in fidelity_tables.render(out.records):
         console.print(renderable, soft_wrap=True)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["available", "pin"]
+__all__ = ["available", "pin", "turn"]
 
 
 def available() -> list:
@@ -32,3 +32,9 @@ def pin(pid, cpus) -> None:
             os.sched_setaffinity(int(tid), cpus)
         except OSError:
             pass
+
+
+def turn(measuring, waiting, cpu, cpus) -> None:
+    """Process `measuring` alone on `cpu`, process `waiting` on the other CPUs of `cpus`."""
+    pin(waiting, set(cpus) - {cpu})
+    pin(measuring, {cpu})
