@@ -107,6 +107,13 @@ def test_bad_rounds_is_a_usage_error(kmicro):
     assert "--rounds" in done.stderr
 
 
+def test_fewer_max_rounds_than_rounds_is_a_usage_error(kmicro):
+    done = kmicro("calibrate", "--independent", "--stacks", "numpy", "--rounds", "6",
+                  "--max-rounds", "3")
+    assert done.returncode == 2 and done.stderr.strip().count("\n") == 0
+    assert "--max-rounds" in done.stderr
+
+
 def test_quick_is_refused_with_independent(kmicro):
     done = kmicro("calibrate", "--independent", "--stacks", "numpy", "--quick")
     assert done.returncode == 2 and "--rounds" in done.stderr
