@@ -212,10 +212,10 @@ def _time_pair(sides, key, pair, settings, rng, group) -> bool:
     order = [0, 1] if rng.random() < 0.5 else [1, 0]
     task = {"kind": "ab", "task": "time", "case_id": key[0], "pass": key[1],
             "samples": settings.samples}
-    cpus = placement.available() if settings.same_cpu else []
-    cpu = rng.choice(cpus) if len(cpus) > 1 else None
+    cpus = placement.choices(settings.same_cpu)
+    cpu = rng.choice(cpus) if cpus else None
     for i in order:
-        if cpu is not None:
+        if cpus:
             placement.turn(sides[i].worker.proc.pid, sides[1 - i].worker.proc.pid, cpu, cpus)
         try:
             (burst,) = sides[i].call(task)
@@ -253,7 +253,8 @@ def _base(sides, case_id, pass_name, rec_a, rec_b) -> dict:
 def _record(sides, key, pair, settings) -> dict:
     record = _base(sides, key[0], key[1], *pair.prepared)
     record.update(status="ok", max_rel_err=max(r["max_rel_err"] for r in pair.prepared),
-                  compile_s=pair.prepared[1]["compile_s"], same_cpu=settings.same_cpu,
+                  compile_s=pair.prepared[1]["compile_s"],
+                  same_cpu=bool(placement.choices(settings.same_cpu)),
                   **_judged(pair.times, pair.groups, settings.min_effect))
     return record
 

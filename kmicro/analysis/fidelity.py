@@ -85,7 +85,7 @@ def _measure(sides, stack, case, passes, round_no, rng) -> list:
     try:
         ours, theirs = sides.measure(case, passes, rng)
         return [_record(ours[p], theirs[p], round_no, sides.independent.versions,
-                        same_cpu=len(sides.cpus) > 1) for p in passes]
+                        same_cpu=bool(sides.cpus)) for p in passes]
     except (runner.WorkerDied, runner.WorkerTimeout) as exc:
         sides.close()  # fresh processes for the next case
         return [records.new(KIND, {"stack": stack.name, "backend": stack.backend}, case.id, p,
@@ -98,7 +98,7 @@ class _Sides:
 
     def __init__(self, stack, options, same_cpu=False):
         self.stack, self.options = stack, options
-        self.cpus = placement.available() if same_cpu else []
+        self.cpus = placement.choices(same_cpu)
         self.worker = self.independent = None
         self.fatal = None
 
@@ -108,7 +108,7 @@ class _Sides:
         self._start()
         ours, theirs = {}, {}
         for pass_name in passes:
-            cpu = rng.choice(self.cpus) if len(self.cpus) > 1 else None
+            cpu = rng.choice(self.cpus) if self.cpus else None
             turns = [(self.worker, lambda: ours.update(self._ours(case, pass_name))),
                      (self.independent,
                       lambda: theirs.__setitem__(pass_name, self._theirs(case, pass_name)))]
@@ -116,7 +116,7 @@ class _Sides:
                 turns.reverse()
             for side, measure in turns:
                 waiting = self.independent if side is self.worker else self.worker
-                if cpu is not None:
+                if self.cpus:
                     placement.turn(side.proc.pid, waiting.proc.pid, cpu, self.cpus)
                 measure()
         return ours, theirs

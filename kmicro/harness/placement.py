@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["available", "pin", "turn"]
+__all__ = ["available", "choices", "pin", "turn"]
 
 
 def available() -> list:
@@ -18,6 +18,13 @@ def available() -> list:
     if not hasattr(os, "sched_getaffinity"):
         return []
     return sorted(os.sched_getaffinity(0))
+
+
+def choices(same_cpu) -> list:
+    """The CPUs a round's CPU is drawn from: [] when `same_cpu` is off or fewer than two
+    are available (nothing to place, and records say so)."""
+    cpus = available() if same_cpu else []
+    return cpus if len(cpus) > 1 else []
 
 
 def pin(pid, cpus) -> None:
