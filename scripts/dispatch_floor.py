@@ -41,14 +41,14 @@ def identity_step(backend, x):
 def main():
     backend = keras.backend.backend()
     x = np.random.default_rng(0).standard_normal((32, 512), dtype=np.float32)
-    call, sync = identity_step(backend, x)
-    loop.warm_up(lambda: sync(call()))
-    bare = loop.blocked(call, sync, 0.4, "")["median_s"]
+    identity = loop.synced(*identity_step(backend, x), "")
+    loop.warm_up(identity.call)
+    bare = identity.autorange(0.4)["median_s"]
     request = {"layer": "Activation", "kwargs": {"activation": "linear"},
                "input_shape": [32, 512], "n_inputs": 1, "pass": "forward"}
-    call, timed = getattr(loop, backend + "_step")(*loop.layer_and_data(request), "forward")
-    loop.warm_up(call)
-    layer = timed(0.4)["median_s"]
+    step = getattr(loop, backend + "_step")(*loop.layer_and_data(request), "forward")
+    loop.warm_up(step.call)
+    layer = step.autorange(0.4)["median_s"]
     print(f"{backend}: compiled identity {bare * 1e6:.1f} us per call; "
           f"Keras Activation('linear') {layer * 1e6:.1f} us per call")
 

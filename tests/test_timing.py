@@ -81,6 +81,29 @@ def test_warm_up_outlasts_the_slow_start_of_a_fresh_pass():
     assert clock.now >= timing.Policy().warmup_s
 
 
+def test_time_spent_between_samples_is_left_out_of_the_measurement():
+    # kmicro calibrate --independent runs the other process's block between samples: a
+    # measurement with such pauses must equal the one without (samples, loops, stop).
+    ms = 2.0 ** -10  # about a millisecond, and exact in binary: no rounding to compare
+    policy = timing.Policy(warmup=2, warmup_s=50 * ms, min_samples=5, min_sample_s=10 * ms,
+                           budget_s=100 * ms, max_samples=10_000)
+    alone = FakeClock([ms, 3 * ms])
+    plain = timing.measure(alone.step, sync, policy, alone)
+    clock, phases = FakeClock([ms, 3 * ms]), []
+
+    def between(phase):
+        phases.append(phase)
+        clock.now += 0.5  # far beyond every budget, if it were counted
+
+    m = timing.measure(clock.step, sync, policy, clock, between=between)
+    assert m.samples == plain.samples and m.loops == plain.loops
+    assert clock.calls == alone.calls
+    assert phases.count("sample") == len(m.samples)
+    # a hand-over after every >= 10 ms of warm-up calls: at 12, 24, 36 and 48 ms of the
+    # 52 ms that 1 + 3 ms calls take to pass warmup_s
+    assert phases[:phases.index("sample")] == ["warmup"] * 4
+
+
 def test_quick_policy_is_cheaper():
     q, d = timing.Policy.quick(), timing.Policy()
     assert q.min_samples < d.min_samples and q.budget_s < d.budget_s

@@ -1,12 +1,16 @@
 """`kmicro calibrate --independent`: kmicro's times against an independent loop's, alternated.
 
 Per stack and round, a fresh kmicro worker and a fresh independent process
-(kmicro/harness/independent.py) measure each case's passes both ways, back to back in a random
-order per pass, so the machine's drift hits both alike and each round samples both sides'
-process luck anew. kmicro's side is exactly what `kmicro ops` does for the case
+(kmicro/harness/independent.py) measure each case's passes both ways, so each round samples
+both sides' process luck anew. kmicro's side is exactly what `kmicro ops` does for the case
 (build, compile, check against the float64 reference, `timing.measure`); the independent side
-builds the layer with plain Keras and times it with the framework's own timer. One record per
-stack, case, pass and round keeps both times; `summarize` turns them into the ratio per case.
+builds the layer with plain Keras and times it with the framework's own timer. The two take
+turns: the independent loop times one block (>= 10 ms of calls) after every 10 ms of kmicro's
+warm-up and after every kmicro sample (`timing.measure`'s `between`, which keeps that time out
+of kmicro's samples and budgets). Both medians then come from the same seconds of the
+machine: on a small VM, two 0.4 s measurements one after the other differed by up to 1.7x
+(single rounds 0.55-1.75 on 2026-12-02). One record per stack, case, pass and round keeps
+both times; `summarize` turns them into the ratio per case.
 
 After the first `rounds`, a pass keeps taking rounds (up to `max_rounds`) until the 95 %
 interval of its median ratio lies inside TARGET: the noise between two measurements a second
@@ -29,7 +33,6 @@ __all__ = ["KIND", "TARGET", "Summary", "run", "summarize"]
 
 KIND = "fidelity"
 TARGET = (0.95, 1.05)  # kmicro / independent, median over rounds
-MIN_RUN_S = 0.4  # the independent timer's run per measurement: kmicro's sampling budget
 
 
 def run(stacks, case_list, passes, rounds, options, sink, progress=None, seed=0,
@@ -37,7 +40,7 @@ def run(stacks, case_list, passes, rounds, options, sink, progress=None, seed=0,
     """Measure every case and pass on every stack `rounds` times both ways, then the passes
     still undecided (`decided`) again, up to `max_rounds` in all; `sink(record)` receives one
     record per stack, case, pass and round as soon as it is measured. `same_cpu`: both sides
-    of a pass and round run on one CPU (drawn each time), the waiting side on the others."""
+    of a pass and round run on one CPU, drawn each time with `seed`."""
     rng = random.Random(seed)
     for stack in stacks:
         _run_stack(stack, case_list, passes, rounds, max(rounds, max_rounds or rounds),
@@ -103,33 +106,38 @@ class _Sides:
         self.fatal = None
 
     def measure(self, case, passes, rng) -> tuple:
-        """({pass: kmicro's op record}, {pass: the independent loop's answer}); pass by pass,
-        the two sides back to back in a random order, so drift between them stays small."""
+        """({pass: kmicro's op record}, {pass: the independent loop's blocks}), pass by pass."""
         self._start()
         ours, theirs = {}, {}
         for pass_name in passes:
-            cpu = rng.choice(self.cpus) if self.cpus else None
-            turns = [(self.worker, lambda: ours.update(self._ours(case, pass_name))),
-                     (self.independent,
-                      lambda: theirs.__setitem__(pass_name, self._theirs(case, pass_name)))]
-            if rng.random() >= 0.5:
-                turns.reverse()
-            for side, measure in turns:
-                waiting = self.independent if side is self.worker else self.worker
-                if self.cpus:
-                    placement.turn(side.proc.pid, waiting.proc.pid, cpu, self.cpus)
-                measure()
+            if self.cpus:
+                cpu = {rng.choice(self.cpus)}
+                placement.pin(self.worker.proc.pid, cpu)
+                placement.pin(self.independent.proc.pid, cpu)
+            theirs[pass_name] = self.independent.prepare(case, pass_name, self.options.timeout_s)
+            ours.update(self._paired(case, pass_name, theirs[pass_name]))
         return ours, theirs
 
-    def _ours(self, case, pass_name) -> dict:
-        """The op job `kmicro ops` sends, for one pass: build, compile, check, measure."""
-        got = {}
-        self.worker.ask(op.job(case, [pass_name], self.options).payload,
-                        self.options.timeout_s, lambda r: got.__setitem__(r["pass"], r))
-        return got
+    def _paired(self, case, pass_name, theirs) -> dict:
+        """kmicro's op job for one pass (build, compile, check, `timing.measure`), with one
+        block of the independent loop after every 10 ms of kmicro's warm-up and after every
+        sample: both sides' times come from the same seconds of the machine. `theirs` (the
+        prepared independent side) gets the sampled blocks' median."""
+        blocks, got = [], {}
 
-    def _theirs(self, case, pass_name) -> dict:
-        return self.independent.time(case, pass_name, MIN_RUN_S, self.options.timeout_s)
+        def their_block(phase):
+            s_per_call = self.independent.block(self.options.timeout_s)
+            if phase == "sample":
+                blocks.append(s_per_call)
+        paired = "error" not in theirs
+        payload = dict(op.job(case, [pass_name], self.options).payload, paired=paired)
+        self.worker.ask(payload, self.options.timeout_s,
+                        lambda r: got.__setitem__(r["pass"], r), their_block)
+        if paired and blocks:
+            theirs.update(median_s=statistics.median(blocks), blocks=blocks)
+        elif paired:
+            theirs["error"] = "kmicro's side took no samples to pair blocks with"
+        return got
 
     def _start(self):
         if self.fatal:
@@ -163,7 +171,7 @@ def _record(ours, theirs, round_no, their_versions, same_cpu=False) -> dict:
     if "error" in theirs:
         status = "unsupported" if theirs.get("unsupported") else "error"
         return dict(record, status=status, error=f"independent loop: {theirs['error']}")
-    return dict(record, independent_s=theirs["median_s"],
+    return dict(record, independent_s=theirs["median_s"], independent_blocks_s=theirs["blocks"],
                 ratio=ours["median_s"] / theirs["median_s"])
 
 

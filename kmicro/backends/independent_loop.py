@@ -11,6 +11,11 @@ Protocol, one JSON object per line:
       "pass": "forward" | "forward_train" | "backward", "min_run_time": 0.4}
   -> {"median_s": s, "blocks": n, "number": calls per block, "timer": "..."}
      or {"error": "...", "unsupported": bool}
+A paired measurement (kmicro's samples and this loop's blocks in turns) instead sends
+  <- the same request with "prepare": true
+  -> {"number": calls per block, "timer": "..."} or the error; then, any number of times,
+  <- {"block": true}
+  -> {"s_per_call": mean seconds per call of one block of `number` calls}
 
 Every array the step reads (inputs, weights, dy) is an argument of the compiled function, as in
 a real training step. Each call is synchronised: JAX `block_until_ready`; TensorFlow and torch
@@ -28,8 +33,9 @@ import numpy as np
 
 import keras  # KERAS_BACKEND is set by the caller
 
-BLOCK_S = 0.01  # a block of calls lasts at least this long (torch's blocked_autorange too)
+BLOCK_S = float(os.environ.get("KMICRO_BLOCK_S", 0.01))  # a block of calls lasts at least this long (torch's blocked_autorange too)
 WARMUP_S = 0.2  # calls before timing: a fresh pass runs slower for its first ~100 ms
+REWARM_S = float(os.environ.get("KMICRO_REWARM_S", 0.001))  # calls before each paired block
 
 
 def main():
@@ -39,14 +45,26 @@ def main():
     builder = {"jax": jax_step, "tensorflow": tensorflow_step, "torch": torch_step,
                "numpy": numpy_step}[backend]
     out.write(json.dumps({"ready": True, "versions": versions(backend)}) + "\n")
+    paired = None
     for line in sys.stdin:
         request = json.loads(line)
         try:
-            # Built anew for every request, as kmicro builds its side anew every round: both
-            # sides then sample where their buffers land (memory-bound layers feel it).
-            call, timed = builder(*layer_and_data(request), request["pass"])
-            warm_up(call)
-            answer = timed(request.get("min_run_time", 0.4))
+            if request.get("block"):
+                # Untimed calls first, as kmicro's side makes before each sample: the other
+                # process just had the machine, and caches and thread pools are cold.
+                rewarm(paired.call, REWARM_S)
+                answer = {"s_per_call": paired.run(paired.number) / paired.number}
+            else:
+                # Built anew for every request, as kmicro builds its side anew every round:
+                # both sides then sample where their buffers land (memory-bound layers feel it).
+                step = builder(*layer_and_data(request), request["pass"])
+                warm_up(step.call)
+                if request.get("prepare"):
+                    paired = step
+                    step.number = step.calls_per_block()
+                    answer = {"number": step.number, "timer": step.timer}
+                else:
+                    answer = step.autorange(request.get("min_run_time", 0.4))
         except NotImplementedError as exc:
             answer = {"error": str(exc), "unsupported": True}
         except Exception as exc:  # noqa: BLE001 - reported to the caller, which records it
@@ -54,6 +72,48 @@ def main():
                                                if str(exc) else "")}
         out.write(json.dumps(answer) + "\n")
     return 0
+
+
+class Step:
+    """A compiled, synchronised pass and its framework's timer: `run(number)` is the seconds
+    `number` calls take; `autorange(seconds)` a whole measurement (blocks of >= BLOCK_S
+    until `seconds`, median of the blocks' mean per call)."""
+
+    def __init__(self, call, run, timer, autorange=None):
+        self.call, self.run, self.timer = call, run, timer
+        self.number = None
+        if autorange is not None:
+            self.autorange = autorange
+
+    def calls_per_block(self):
+        """Doubled until a block lasts BLOCK_S."""
+        number = 1
+        while self.run(number) < BLOCK_S:
+            number *= 2
+        return number
+
+    def autorange(self, min_run_time):
+        """torch.utils.benchmark's blocked_autorange, for frameworks that have none."""
+        for _ in range(2):
+            self.call()
+        number = self.calls_per_block()
+        means, total = [], 0.0
+        while total < min_run_time or len(means) < 3:
+            t = self.run(number)
+            means.append(t / number)
+            total += t
+        return {"median_s": statistics.median(means), "blocks": len(means), "number": number,
+                "timer": self.timer}
+
+
+def synced(call, sync, timer):
+    """The Step of `call`, each call waited for with `sync(call())`."""
+    def run(number):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            sync(call())
+        return time.perf_counter() - t0
+    return Step(lambda: sync(call()), run, timer)
 
 
 def versions(backend):
@@ -83,37 +143,20 @@ def arg(xs):
     return list(xs) if len(xs) > 1 else xs[0]
 
 
+def rewarm(call, seconds):
+    """Untimed calls for `seconds`, at least one."""
+    started = time.perf_counter()
+    call()
+    while time.perf_counter() - started < seconds:
+        call()
+
+
 def warm_up(call):
     """Runs the (synchronised) step for WARMUP_S: both this loop and kmicro time the steady
     state, not a fresh pass's slow start."""
     started = time.perf_counter()
     while time.perf_counter() - started < WARMUP_S:
         call()
-
-
-def blocked(call, sync, min_run_time, timer):
-    """torch.utils.benchmark's blocked_autorange, written for frameworks that have none:
-    calls per block doubled until a block lasts BLOCK_S, then blocks until min_run_time;
-    the median of the blocks' mean per call."""
-    for _ in range(2):
-        sync(call())
-    number = 1
-    while _block(call, sync, number) < BLOCK_S:
-        number *= 2
-    means, total = [], 0.0
-    while total < min_run_time or len(means) < 3:
-        t = _block(call, sync, number)
-        means.append(t / number)
-        total += t
-    return {"median_s": statistics.median(means), "blocks": len(means), "number": number,
-            "timer": timer}
-
-
-def _block(call, sync, number):
-    t0 = time.perf_counter()
-    for _ in range(number):
-        sync(call())
-    return time.perf_counter() - t0
 
 
 def jax_step(layer, xs, dy, kw, pass_name):
@@ -133,9 +176,8 @@ def jax_step(layer, xs, dy, kw, pass_name):
     else:
         forward = jax.jit(lambda tv, ntv, xs: layer.stateless_call(tv, ntv, arg(xs), **kw)[0])
         call = lambda: forward(tv, ntv, xs)  # noqa: E731
-    return (lambda: jax.block_until_ready(call()),
-            lambda seconds: blocked(call, jax.block_until_ready, seconds,
-                                    "blocked loop, jax.jit, block_until_ready per call"))
+    return synced(call, jax.block_until_ready,
+                  "blocked loop, jax.jit, block_until_ready per call")
 
 
 def tensorflow_step(layer, xs, dy, kw, pass_name):
@@ -164,8 +206,7 @@ def tensorflow_step(layer, xs, dy, kw, pass_name):
         if not tf.config.experimental.get_synchronous_execution():
             raise RuntimeError("TensorFlow runs asynchronously; this loop assumes it does not")
         sync, how = lambda out: out, "returns when done (synchronous execution)"
-    return (lambda: sync(call()),
-            lambda seconds: blocked(call, sync, seconds, "blocked loop, tf.function, " + how))
+    return synced(call, sync, "blocked loop, tf.function, " + how)
 
 
 def torch_step(layer, xs, dy, kw, pass_name):
@@ -186,14 +227,19 @@ def torch_step(layer, xs, dy, kw, pass_name):
             with torch.no_grad():
                 return layer(arg(xs), **kw)
 
-    def timed(seconds):
-        # num_threads: Timer's default is one thread; kmicro and Keras use torch's own count.
-        timer = benchmark.Timer(stmt="call()", globals={"call": call},
-                                num_threads=torch.get_num_threads())
+    # num_threads: Timer's default is one thread; kmicro and Keras use torch's own count.
+    timer = benchmark.Timer(stmt="call()", globals={"call": call},
+                            num_threads=torch.get_num_threads())
+
+    def autorange(seconds):
         m = timer.blocked_autorange(min_run_time=seconds)
         return {"median_s": m.median, "blocks": len(m.times), "number": m.number_per_run,
                 "timer": "torch.utils.benchmark.Timer.blocked_autorange"}
-    return call, timed
+    # One block is what blocked_autorange times per block (Timer._timeit); the public
+    # timeit(number) would add number/100 untimed calls before it, which kmicro's samples,
+    # paired with these blocks, do not get.
+    return Step(call, timer._timeit, "torch.utils.benchmark.Timer, blocked_autorange's blocks",
+                autorange)
 
 
 def numpy_step(layer, xs, dy, kw, pass_name):
@@ -201,7 +247,7 @@ def numpy_step(layer, xs, dy, kw, pass_name):
         raise NotImplementedError("the numpy backend has no gradients")
     def call():
         return layer(arg(xs), **kw)
-    return call, lambda seconds: blocked(call, lambda out: out, seconds, "blocked loop")
+    return synced(call, lambda out: out, "blocked loop")
 
 
 if __name__ == "__main__":

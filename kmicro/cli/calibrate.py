@@ -31,7 +31,7 @@ def add_parser(subparsers):
     p.add_argument("--independent", action="store_true",
                    help="alternate kmicro's measurement with a separate process timing the "
                         "layer with plain Keras and the framework's own timer")
-    p.add_argument("--seed", type=int, default=0, help="--independent: order of the sides")
+    p.add_argument("--seed", type=int, default=0, help="--independent --same-cpu: the CPU drawn for each pass")
     p.add_argument("--same-cpu", action="store_true",
                    help="--independent: both sides of a pass and round on one CPU (drawn each "
                         "time), as `kmicro ab --same-cpu`")

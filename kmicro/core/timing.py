@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-__all__ = ["Policy", "Measurement", "first_call", "measure", "samples", "bare_loop", "in_turns",
+__all__ = ["Policy", "Measurement", "first_call", "measure", "samples", "rewarm", "bare_loop",
+           "in_turns",
            "per_call", "host_values"]
 
 
@@ -95,23 +96,50 @@ def first_call(step, sync, clock=time.perf_counter):
     return out, clock() - t0
 
 
-def measure(step, sync, policy: Policy = Policy(), clock=time.perf_counter) -> Measurement:
+def measure(step, sync, policy: Policy = Policy(), clock=time.perf_counter,
+            between=None) -> Measurement:
     """Time `sync(step())` after warm-up until the samples are tight or the budget is spent.
 
     Call `first_call` before: compile time must never be mixed into the samples.
+    `between(phase)`, when given, runs after every `min_sample_s` of warm-up calls ("warmup")
+    and after every sample ("sample"); its time is left out of the samples and of both time
+    budgets, so the measurement is the one it would be without it (`kmicro calibrate
+    --independent` times the independent loop's blocks there, paired with these samples).
     """
+    if between is not None:
+        clock, between = _excluding(clock, between)
     warm, started = [], clock()
+    handed = started
     while len(warm) < max(policy.warmup, 1) or clock() - started < policy.warmup_s:
         warm.append(_timed(step, sync, 1, clock))
+        if between is not None and clock() - handed >= policy.min_sample_s:
+            between("warmup")
+            handed = clock()
     # Calls per sample from the warmed-up calls: the first ones are the slowest.
     recent = warm[-max(policy.warmup, 1):]
     result = Measurement(policy=policy, loops=_loops(min(recent), policy.min_sample_s))
     started = clock()
     while len(result.samples) < policy.max_samples:
         result.samples.append(_timed(step, sync, result.loops, clock))
+        if between is not None:
+            between("sample")
         if len(result.samples) >= policy.min_samples and _done(result, clock() - started):
             break
     return result
+
+
+def _excluding(clock, between):
+    """(a clock that stands still while `between` runs, `between` timed for it)."""
+    paused = [0.0]
+
+    def own_clock():
+        return clock() - paused[0]
+
+    def timed_between(phase):
+        t0 = clock()
+        between(phase)
+        paused[0] += clock() - t0
+    return own_clock, timed_between
 
 
 def _timed(step, sync, loops, clock) -> float:
@@ -133,6 +161,15 @@ def samples(step, sync, loops: int, n: int, clock=time.perf_counter) -> list:
     """n samples of `loops` synchronised calls each, as mean seconds per call: one short
     burst of an interleaved A/B round (no warm-up: the pass is already warm)."""
     return [_timed(step, sync, loops, clock) for _ in range(n)]
+
+
+def rewarm(step, sync, seconds: float, clock=time.perf_counter) -> None:
+    """Untimed synchronised calls for `seconds` (at least one): a pass that another process
+    just had the machine for finds its caches and thread pools cold."""
+    t0 = clock()
+    sync(step())
+    while clock() - t0 < seconds:
+        sync(step())
 
 
 def bare_loop(step, sync, n: int, clock=time.perf_counter) -> float:

@@ -21,15 +21,17 @@ __all__ = ["SCRIPT", "IndependentLoop", "request"]
 SCRIPT = Path(__file__).resolve().parents[1] / "backends" / "independent_loop.py"
 
 
-def request(case, pass_name, min_run_time) -> dict:
-    """What the independent side needs of a case: the Keras layer, its options and shape."""
+def request(case, pass_name, min_run_time=0.4) -> dict:
+    """What the independent side needs of a case: the Keras layer, its options and shape
+    (and, for a one-off measurement, how long to time it)."""
     return {"layer": case.layer, "kwargs": case.layer_kwargs(),
             "input_shape": list(case.input_shape), "n_inputs": case.n_inputs,
             "pass": pass_name, "min_run_time": min_run_time}
 
 
 class IndependentLoop:
-    """`time(case, pass_name)` -> {"median_s", "blocks", "number", "timer"} or {"error"}."""
+    """`prepare(case, pass_name)` -> {"number", "timer"} or {"error"}: the pass built, warmed
+    up and its calls per block chosen; then `block()` -> mean seconds per call of one block."""
 
     def __init__(self, stack, device="auto"):
         self.stderr = tempfile.TemporaryFile(mode="w+")
@@ -41,13 +43,20 @@ class IndependentLoop:
         threading.Thread(target=self._drain, daemon=True).start()
         self.versions = self._read(STARTUP_TIMEOUT_S)["versions"]
 
-    def time(self, case, pass_name, min_run_time=0.4, timeout_s=300.0) -> dict:
+    def prepare(self, case, pass_name, timeout_s=300.0) -> dict:
+        self._send(dict(request(case, pass_name), prepare=True))
+        return self._read(timeout_s)
+
+    def block(self, timeout_s=60.0) -> float:
+        self._send({"block": True})
+        return self._read(timeout_s)["s_per_call"]
+
+    def _send(self, message):
         try:
-            self.proc.stdin.write(json.dumps(request(case, pass_name, min_run_time)) + "\n")
+            self.proc.stdin.write(json.dumps(message) + "\n")
             self.proc.stdin.flush()
         except BrokenPipeError:
-            pass  # the read below says how it died
-        return self._read(timeout_s)
+            pass  # the next read says how it died
 
     def _drain(self):
         for line in self.proc.stdout:

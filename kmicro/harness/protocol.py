@@ -4,6 +4,8 @@
   runner -> one JSON job per line, {"kind": KIND, ...} (KIND: op, calibrate, model,
             attribution, graph, ab; the rest is the kind's payload)
   worker -> {"type": "record", "record": {...}} per result, then {"type": "done"}
+  worker -> {"type": "turn", "phase": "..."} within a job (`turn`): the runner does its own
+            work (the other side of a paired measurement), then answers {"type": "go"}
 Framework chatter on stdout is redirected to stderr so it cannot corrupt the protocol.
 Runs on every stack's Python (3.7 to 3.11).
 """
@@ -13,7 +15,9 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["Job", "serve", "message"]
+__all__ = ["Job", "serve", "turn", "message"]
+
+_OUT = []  # the protocol's stream, once `serve` has set it up
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ def serve(start, handle) -> int:
     error for every job), then `handle(adapter, info, job)` yields each job's records."""
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything printed by frameworks goes to stderr
+    _OUT[:] = [out]
     try:
         adapter, info = start()
     except Exception as exc:  # noqa: BLE001 - reported to the runner, which records it
@@ -47,6 +52,13 @@ def serve(start, handle) -> int:
             _send(out, {"type": "record", "record": record})
         _send(out, {"type": "done"})
     return 0
+
+
+def turn(phase):
+    """Within a job: hand the machine to the runner and wait until it answers "go"."""
+    _send(_OUT[0], {"type": "turn", "phase": phase})
+    if not sys.stdin.readline():
+        raise EOFError("the runner closed the protocol during a turn")
 
 
 def message(exc) -> str:

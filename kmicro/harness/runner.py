@@ -92,15 +92,21 @@ class Worker:
             raise WorkerDied(f"worker exited with code {self.proc.returncode}: {self.stderr_tail()}")
         return json.loads(line)
 
-    def ask(self, job: dict, timeout_s: float, on_record):
-        """Send one job; hand each record to `on_record` until the worker says it is done.
-        Raises WorkerTimeout past `timeout_s` (the whole job) or WorkerDied."""
+    def ask(self, job: dict, timeout_s: float, on_record, on_turn=None):
+        """Send one job; hand each record to `on_record` until the worker says it is done,
+        and run `on_turn(phase)` whenever the worker hands over the machine within the job
+        (protocol.turn). Raises WorkerTimeout past `timeout_s` (the whole job) or WorkerDied."""
         self.send(job)
         deadline = time.monotonic() + timeout_s
         while True:
             msg = self.read(max(deadline - time.monotonic(), 0.001))
             if msg["type"] == "done":
                 return
+            if msg["type"] == "turn":
+                if on_turn is not None:
+                    on_turn(msg["phase"])
+                self.send({"type": "go"})
+                continue
             on_record(msg["record"])
 
     def send(self, job: dict):

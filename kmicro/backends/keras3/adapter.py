@@ -57,10 +57,10 @@ class Adapter(FamilyAdapter):
     def _compiled(self, layer, pass_name, inputs, dy, training) -> Prepared:
         xs = [self.impl.to_device(x) for x in inputs]
         if pass_name == "backward":
-            step, xs = self.impl.fwd_bwd(layer, xs, self.impl.to_device(dy))
+            step = self.impl.fwd_bwd(layer, xs, self.impl.to_device(dy))
         else:
-            step, xs = self.impl.forward(layer, xs, training)
-        return Prepared(step=lambda: step(*xs), sync=self.impl.sync,
+            step = self.impl.forward(layer, xs, training)
+        return Prepared(step=step, sync=self.impl.synchroniser(),
                         outputs=self._outputs, device_of=self.impl.device_of)
 
     def _outputs(self, out) -> tuple:

@@ -1,6 +1,8 @@
 """Keras 3 on JAX: stateless_call under jax.jit (unless --jit off), jax.grad, block_until_ready."""
 from __future__ import annotations
 
+import functools
+
 import jax
 
 from kmicro.backends.keras3.backend import Backend, call_arg, first, training_kwarg
@@ -31,11 +33,10 @@ class Jax(Backend):
         ntv = [v.value for v in layer.non_trainable_variables]
         kw = training_kwarg(layer, training)
 
-        def call(tv, ntv, *a):
-            return layer.stateless_call(tv, ntv, call_arg(a), **kw)[0]
+        def call(tv, ntv, x):
+            return layer.stateless_call(tv, ntv, x, **kw)[0]
 
-        f = self.wrap(call)
-        return (lambda *a: f(tv, ntv, *a)), xs
+        return functools.partial(self.wrap(call), tv, ntv, call_arg(xs))
 
     def fwd_bwd(self, layer, xs, dy):
         tv = [v.value for v in layer.trainable_variables]
@@ -55,11 +56,10 @@ class Jax(Backend):
             (ga, gw), y = grad(a, tv, ntv, dy)
             return y, [*ga, *gw]
 
-        f = self.wrap(step)
-        return (lambda *a: f(a, tv, ntv, dy)), xs
+        return functools.partial(self.wrap(step), tuple(xs), tv, ntv, dy)
 
-    def sync(self, out):
-        return jax.block_until_ready(out)
+    def synchroniser(self):
+        return jax.block_until_ready
 
     def device_of(self, out):
         return "gpu" if next(iter(first(out).devices())).platform == "gpu" else "cpu"

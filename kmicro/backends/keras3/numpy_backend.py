@@ -1,6 +1,8 @@
 """Keras 3 on NumPy: forward only (the numpy backend has no gradients)."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from kmicro.backends.base import UnsupportedPass
@@ -13,8 +15,7 @@ class Numpy(Backend):
     module = np
 
     def forward(self, layer, xs, training):
-        kw = training_kwarg(layer, training)
-        return (lambda *a: layer(call_arg(a), **kw)), xs
+        return functools.partial(layer, call_arg(xs), **training_kwarg(layer, training))
 
     def fwd_bwd(self, layer, xs, dy):
         raise UnsupportedPass("the numpy backend has no gradients (forward only)")

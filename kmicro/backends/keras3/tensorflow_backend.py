@@ -1,12 +1,13 @@
 """Keras 3 on TensorFlow: tf.function (XLA only with a GPU unless --jit says), GradientTape."""
 from __future__ import annotations
 
+import functools
 import re
 
 import tensorflow as tf
 
 from kmicro.backends.base import UnsupportedPass
-from kmicro.backends.keras3.backend import Backend, call_arg, first, training_kwarg
+from kmicro.backends.keras3.backend import Backend, call_arg, first, returned, training_kwarg
 
 __all__ = ["TensorFlow"]
 
@@ -44,7 +45,7 @@ class TensorFlow(Backend):
 
     def forward(self, layer, xs, training):
         kw = training_kwarg(layer, training)
-        return self.compile(lambda *a: layer(call_arg(a), **kw)), xs
+        return functools.partial(self.compile(lambda x: layer(x, **kw)), call_arg(xs))
 
     def fwd_bwd(self, layer, xs, dy):
         kw = training_kwarg(layer, True)
@@ -60,17 +61,19 @@ class TensorFlow(Backend):
             inputs = list(x) if isinstance(x, list) else [x]
             return y, tape.gradient(loss, [*inputs, *layer.trainable_variables])
 
-        f = self.compile(step)
-        return (lambda *a: f(call_arg(a), dy)), xs
+        return functools.partial(self.compile(step), call_arg(xs), dy)
 
-    def sync(self, out):
+    def synchroniser(self):
         # CPU eager execution is synchronous; on GPU wait for every queued kernel.
-        if self.has_gpu_device:
-            tf.test.experimental.sync_devices()
-        return out
+        return _sync_devices if self.has_gpu_device else returned
 
     def device_of(self, out):
         return "gpu" if "GPU" in first(out).device.upper() else "cpu"
+
+
+def _sync_devices(out):
+    tf.test.experimental.sync_devices()
+    return out
 
 
 def _nhwc_only(exc):

@@ -1,9 +1,11 @@
 """Keras 3 on torch: eager (torch.compile with --jit on), autograd.grad, cuda.synchronize."""
 from __future__ import annotations
 
+import functools
+
 import torch
 
-from kmicro.backends.keras3.backend import Backend, call_arg, first, training_kwarg
+from kmicro.backends.keras3.backend import Backend, call_arg, first, returned, training_kwarg
 
 __all__ = ["Torch"]
 
@@ -28,13 +30,13 @@ class Torch(Backend):
 
     def forward(self, layer, xs, training):
         kw = training_kwarg(layer, training)
-        f = self.wrap(lambda *a: layer(call_arg(a), **kw))
+        f = self.wrap(functools.partial(layer, **kw) if kw else layer)
 
-        def step(*a):
+        def step(x):
             with torch.no_grad():
-                return f(*a)
+                return f(x)
 
-        return step, xs
+        return functools.partial(step, call_arg(xs))
 
     def fwd_bwd(self, layer, xs, dy):
         xs = [x.detach().requires_grad_(True) for x in xs]
@@ -46,13 +48,15 @@ class Torch(Backend):
             y = layer(call_arg(a), **kw)
             return y, torch.autograd.grad((y * dy).sum(), [*a, *weights])
 
-        f = self.wrap(step)
-        return (lambda *a: f(a, weights, dy)), xs
+        return functools.partial(self.wrap(step), tuple(xs), weights, dy)
 
-    def sync(self, out):
-        if self.has_gpu_device:
-            torch.cuda.synchronize()
-        return out
+    def synchroniser(self):
+        return _cuda_synchronize if self.has_gpu_device else returned
 
     def device_of(self, out):
         return first(out).device.type.replace("cuda", "gpu")
+
+
+def _cuda_synchronize(out):
+    torch.cuda.synchronize()
+    return out

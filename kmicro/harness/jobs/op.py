@@ -1,19 +1,22 @@
 """Job kind "op": one layer case, one record per pass, checked against the float64 reference
 before it is timed.
 
-A job is {"kind": "op", "case": {...}, "passes": [...], "quick": bool, "seed": int}.
+A job is {"kind": "op", "case": {...}, "passes": [...], "quick": bool, "seed": int}; with
+"paired": true, the worker hands the machine to the runner between its samples
+(protocol.turn: `kmicro calibrate --independent` times the independent loop there).
 """
 import gc
 
 from kmicro.backends.base import UnsupportedPass
 from kmicro.core import cases, flops, ops, records, reference, timing
-from kmicro.harness.protocol import Job, message
+from kmicro.harness.protocol import Job, message, turn
 
 __all__ = ["KIND", "TOLERANCE", "CaseData", "job", "run", "blank_record", "check", "checked",
            "insist_on_gpu"]
 
 KIND = "op"
 TOLERANCE = {"cpu": 1e-3, "gpu": 1e-2}  # GPU backends may use TF32 for conv/matmul
+PAIRED_REWARM_S = 0.001
 
 
 def job(case, passes, options) -> Job:
@@ -42,6 +45,7 @@ def blank_record(info, case, pass_name) -> dict:
 def run(adapter, info, job) -> list:
     case = cases.case_from_dict(job["case"])
     policy = timing.Policy.quick() if job.get("quick") else timing.Policy()
+    paired = job.get("paired")
     try:
         data = CaseData(case, job.get("seed", 0))
     except Exception as exc:  # noqa: BLE001 - e.g. a shape the layer cannot take
@@ -49,7 +53,7 @@ def run(adapter, info, job) -> list:
     results = {}
     for pass_name in job["passes"]:
         record = blank_record(info, case, pass_name)
-        fields = _run_pass(adapter, case, pass_name, data, policy) if data else failure
+        fields = _run_pass(adapter, case, pass_name, data, policy, paired) if data else failure
         record.update(insist_on_gpu(fields, info["requested_device"]))
         results[pass_name] = record
         gc.collect()
@@ -81,13 +85,30 @@ class CaseData:
         return self._memo[key]
 
 
-def _run_pass(adapter, case, pass_name, data, policy) -> dict:
+def _run_pass(adapter, case, pass_name, data, policy, paired=False) -> dict:
     prepared, fields = checked(adapter, case, pass_name, data)
     if prepared is None:
         return fields
-    m = timing.measure(prepared.step, prepared.sync, policy)
+    m = timing.measure(prepared.step, prepared.sync, policy,
+                       between=_handing_over(prepared) if paired else None)
     fields.update(m.summary(), status="ok", compile_s=fields["compile_s"])
+    if paired:  # the runner pairs these with the other side's blocks
+        fields["samples_s"] = m.samples
     return fields
+
+
+def _handing_over(prepared):
+    """`timing.measure`'s `between` for a paired measurement: the runner has the machine
+    (protocol.turn), then the step runs untimed for PAIRED_REWARM_S, as the other side does
+    before each of its blocks, so each sample starts as warm as in a measurement alone."""
+    import os
+    rewarm_s = float(os.environ.get("KMICRO_REWARM_S", PAIRED_REWARM_S))
+
+    def between(phase):
+        turn(phase)
+        if rewarm_s > 0:
+            timing.rewarm(prepared.step, prepared.sync, rewarm_s)
+    return between
 
 
 def checked(adapter, case, pass_name, data, compare=True) -> tuple:
