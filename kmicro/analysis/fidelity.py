@@ -39,8 +39,8 @@ def run(stacks, case_list, passes, rounds, options, sink, progress=None, seed=0,
         max_rounds=None, same_cpu=False):
     """Measure every case and pass on every stack `rounds` times both ways, then the passes
     still undecided (`decided`) again, up to `max_rounds` in all; `sink(record)` receives one
-    record per stack, case, pass and round as soon as it is measured. `same_cpu`: both sides
-    of a pass and round run on one CPU, drawn each time with `seed`."""
+    record per stack, case, pass and round as soon as it is measured. `same_cpu`: both
+    processes of a pass and round run on one CPU, drawn each time with `seed` (see _Sides)."""
     rng = random.Random(seed)
     for stack in stacks:
         _run_stack(stack, case_list, passes, rounds, max(rounds, max_rounds or rounds),
@@ -97,7 +97,14 @@ def _measure(sides, stack, case, passes, round_no, rng) -> list:
 
 class _Sides:
     """One stack's kmicro worker and independent loop, (re)started when needed; a stack whose
-    processes cannot start is not tried again."""
+    processes cannot start is not tried again.
+
+    With `same_cpu` every thread of both processes runs on one CPU, drawn per pass. Taking
+    turns on two CPUs, a side's helper threads (torch's OpenMP worker: nearly as much CPU time
+    as the main thread) still spin on the other CPU while the other side is timed: torch
+    Dense(10) forward read 1.31x (0.93-1.51) across six fresh process pairs, 1.002 on one
+    CPU. But on one CPU JAX's small passes read kmicro 2.2x slower (not explained yet), so
+    neither placement is right for every stack: docs/measurements.md, "Paired turns"."""
 
     def __init__(self, stack, options, same_cpu=False):
         self.stack, self.options = stack, options

@@ -22,6 +22,7 @@ a real training step. Each call is synchronised: JAX `block_until_ready`; Tensor
 return when done on the CPU (TensorFlow's synchronous execution is checked), and wait with
 `sync_devices()` / torch's Timer on a GPU.
 """
+import gc
 import inspect
 import json
 import os
@@ -33,9 +34,9 @@ import numpy as np
 
 import keras  # KERAS_BACKEND is set by the caller
 
-BLOCK_S = float(os.environ.get("KMICRO_BLOCK_S", 0.01))  # a block of calls lasts at least this long (torch's blocked_autorange too)
+BLOCK_S = 0.01  # a block of calls lasts at least this long (torch's blocked_autorange too)
 WARMUP_S = 0.2  # calls before timing: a fresh pass runs slower for its first ~100 ms
-REWARM_S = float(os.environ.get("KMICRO_REWARM_S", 0.001))  # calls before each paired block
+REWARM_S = 0.001  # untimed calls before each paired block, as kmicro's side makes
 
 
 def main():
@@ -107,12 +108,19 @@ class Step:
 
 
 def synced(call, sync, timer):
-    """The Step of `call`, each call waited for with `sync(call())`."""
+    """The Step of `call`, each call waited for with `sync(call())`; the garbage collector is
+    off while a block runs, as in timeit and torch's Timer, the standard timers."""
     def run(number):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            sync(call())
-        return time.perf_counter() - t0
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            t0 = time.perf_counter()
+            for _ in range(number):
+                sync(call())
+            return time.perf_counter() - t0
+        finally:
+            if enabled:
+                gc.enable()
     return Step(lambda: sync(call()), run, timer)
 
 

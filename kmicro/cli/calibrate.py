@@ -29,12 +29,13 @@ def add_parser(subparsers):
                    help="--independent: more rounds, up to this many (default 18), for a pass "
                         "until the 95 %% interval of its median ratio lies inside the target")
     p.add_argument("--independent", action="store_true",
-                   help="alternate kmicro's measurement with a separate process timing the "
-                        "layer with plain Keras and the framework's own timer")
-    p.add_argument("--seed", type=int, default=0, help="--independent --same-cpu: the CPU drawn for each pass")
+                   help="kmicro's measurement against a separate process timing the layer "
+                        "with plain Keras and the framework's own timer, in turns")
+    p.add_argument("--seed", type=int, default=0,
+                   help="--independent --same-cpu: the draw of each pass's CPU")
     p.add_argument("--same-cpu", action="store_true",
-                   help="--independent: both sides of a pass and round on one CPU (drawn each "
-                        "time), as `kmicro ab --same-cpu`")
+                   help="--independent: both processes of a pass and round on one CPU, drawn "
+                        "each time with --seed (torch reads true there; JAX does not yet)")
     return p
 
 

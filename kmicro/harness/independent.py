@@ -49,7 +49,10 @@ class IndependentLoop:
 
     def block(self, timeout_s=60.0) -> float:
         self._send({"block": True})
-        return self._read(timeout_s)["s_per_call"]
+        answer = self._read(timeout_s)
+        if "error" in answer:  # the step that ran a moment ago failed: not a number to pair
+            raise WorkerDied(f"the independent loop failed a block: {answer['error']}")
+        return answer["s_per_call"]
 
     def _send(self, message):
         try:

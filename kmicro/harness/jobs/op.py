@@ -16,7 +16,7 @@ __all__ = ["KIND", "TOLERANCE", "CaseData", "job", "run", "blank_record", "check
 
 KIND = "op"
 TOLERANCE = {"cpu": 1e-3, "gpu": 1e-2}  # GPU backends may use TF32 for conv/matmul
-PAIRED_REWARM_S = 0.001
+PAIRED_REWARM_S = 0.001  # untimed calls after each turn of a paired measurement
 
 
 def job(case, passes, options) -> Job:
@@ -101,13 +101,9 @@ def _handing_over(prepared):
     """`timing.measure`'s `between` for a paired measurement: the runner has the machine
     (protocol.turn), then the step runs untimed for PAIRED_REWARM_S, as the other side does
     before each of its blocks, so each sample starts as warm as in a measurement alone."""
-    import os
-    rewarm_s = float(os.environ.get("KMICRO_REWARM_S", PAIRED_REWARM_S))
-
     def between(phase):
         turn(phase)
-        if rewarm_s > 0:
-            timing.rewarm(prepared.step, prepared.sync, rewarm_s)
+        timing.rewarm(prepared.step, prepared.sync, PAIRED_REWARM_S)
     return between
 
 
