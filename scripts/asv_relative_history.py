@@ -28,10 +28,10 @@ from kmicro.core import stacks  # noqa: E402
 
 ABSOLUTE = ("Ops.time_pass\\(.(conv2d\\(filters=32,kernel_size=3,padding=same\\)@32x32x32x3/cl|"
             "batchnorm\\(\\)@32x32x32x16/cl|dense\\(units=10\\)@32x512)., .forward.\\)")
-PLANTED_FROM = "            return layer.stateless_call(tv, ntv, call_arg(a), **kw)[0]\n"
-PLANTED_TO = """            y = layer.stateless_call(tv, ntv, call_arg(a), **kw)[0]
+PLANTED_FROM = "            return layer.stateless_call(tv, ntv, x, **kw)[0]\n"
+PLANTED_TO = """            y = layer.stateless_call(tv, ntv, x, **kw)[0]
             if type(layer).__name__ == "Conv2D":  # planted: 5 of 32 samples again
-                again = layer.stateless_call(tv, ntv, call_arg([x[:5] for x in a]), **kw)[0]
+                again = layer.stateless_call(tv, ntv, x[:5], **kw)[0]
                 y = y + jax.numpy.mean(again) * 0.0
             return y
 """

@@ -36,12 +36,12 @@ PLANT = f"""
 import time as _time
 
 
-def _slow_sync(self, out):
+def _slow_sync(out):
     _time.sleep({SLEEP_S})
     return out
 
 
-Numpy.sync = _slow_sync
+Numpy.synchroniser = lambda self: _slow_sync
 """
 GIT_ID = {"GIT_AUTHOR_NAME": "kmicro test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
           "GIT_COMMITTER_NAME": "kmicro test", "GIT_COMMITTER_EMAIL": "test@example.invalid"}

@@ -99,12 +99,14 @@ class _Sides:
     """One stack's kmicro worker and independent loop, (re)started when needed; a stack whose
     processes cannot start is not tried again.
 
-    With `same_cpu` every thread of both processes runs on one CPU, drawn per pass. Taking
-    turns on two CPUs, a side's helper threads (torch's OpenMP worker: nearly as much CPU time
-    as the main thread) still spin on the other CPU while the other side is timed: torch
-    Dense(10) forward read 1.31x (0.93-1.51) across six fresh process pairs, 1.002 on one
-    CPU. But on one CPU JAX's small passes read kmicro 2.2x slower (not explained yet), so
-    neither placement is right for every stack: docs/measurements.md, "Paired turns"."""
+    With `same_cpu` both processes run on one CPU, drawn per round, from the moment they are
+    started: a framework sizes its thread pools from the CPUs it may use when it starts, so
+    both sides must see the same ones (pinned later, kmicro's worker kept JAX's two-thread
+    pool on one CPU where the independent process made one thread: kmicro read 2.2x). Taking
+    turns on two CPUs instead, a side's helper threads (torch's OpenMP worker: nearly as much
+    CPU time as the main thread) still spin on the other CPU while the other side is timed:
+    torch Dense(10) forward read 1.31x (0.93-1.51) across six fresh process pairs, 1.002 on
+    one CPU. docs/measurements.md, "Paired turns"."""
 
     def __init__(self, stack, options, same_cpu=False):
         self.stack, self.options = stack, options
@@ -114,13 +116,9 @@ class _Sides:
 
     def measure(self, case, passes, rng) -> tuple:
         """({pass: kmicro's op record}, {pass: the independent loop's blocks}), pass by pass."""
-        self._start()
+        self._start(rng)
         ours, theirs = {}, {}
         for pass_name in passes:
-            if self.cpus:
-                cpu = {rng.choice(self.cpus)}
-                placement.pin(self.worker.proc.pid, cpu)
-                placement.pin(self.independent.proc.pid, cpu)
             theirs[pass_name] = self.independent.prepare(case, pass_name, self.options.timeout_s)
             ours.update(self._paired(case, pass_name, theirs[pass_name]))
         return ours, theirs
@@ -146,16 +144,21 @@ class _Sides:
             theirs["error"] = "kmicro's side took no samples to pair blocks with"
         return got
 
-    def _start(self):
+    def _start(self, rng):
+        """Both processes, started together (on one CPU drawn from `rng` with same_cpu)."""
         if self.fatal:
             raise runner.WorkerDied(self.fatal)
+        if self.worker is not None:
+            return
+        cpu = {rng.choice(self.cpus)} if self.cpus else None
         try:
-            if self.worker is None:
-                self.worker = runner.Worker(self.stack, self.options)
-                if self.worker.fatal:
-                    raise runner.WorkerDied(self.worker.fatal)
-            if self.independent is None:
-                self.independent = independent.IndependentLoop(self.stack, self.options.device)
+            self.worker = runner.Worker(self.stack, self.options, wait=False)
+            if cpu:
+                placement.pin(self.worker.proc.pid, cpu)  # before its framework starts
+            self.independent = independent.IndependentLoop(self.stack, self.options.device, cpu)
+            self.worker.ready()
+            if self.worker.fatal:
+                raise runner.WorkerDied(self.worker.fatal)
         except (runner.WorkerDied, runner.WorkerTimeout) as exc:
             self.fatal = str(exc)
             self.close()

@@ -32,10 +32,10 @@ def add_parser(subparsers):
                    help="kmicro's measurement against a separate process timing the layer "
                         "with plain Keras and the framework's own timer, in turns")
     p.add_argument("--seed", type=int, default=0,
-                   help="--independent --same-cpu: the draw of each pass's CPU")
+                   help="--independent --same-cpu: the draw of each round's CPU")
     p.add_argument("--same-cpu", action="store_true",
-                   help="--independent: both processes of a pass and round on one CPU, drawn "
-                        "each time with --seed (torch reads true there; JAX does not yet)")
+                   help="--independent: both processes of a round on one CPU, drawn "
+                        "per round with --seed, from their start")
     return p
 
 

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 from kmicro.core.stacks import worker_env
+from kmicro.harness import placement
 from kmicro.harness.runner import STARTUP_TIMEOUT_S, WorkerDied, WorkerTimeout
 
 __all__ = ["SCRIPT", "IndependentLoop", "request"]
@@ -33,12 +34,16 @@ class IndependentLoop:
     """`prepare(case, pass_name)` -> {"number", "timer"} or {"error"}: the pass built, warmed
     up and its calls per block chosen; then `block()` -> mean seconds per call of one block."""
 
-    def __init__(self, stack, device="auto"):
+    def __init__(self, stack, device="auto", cpus=None):
+        """`cpus`: the CPUs it may use, set before its framework starts (and sizes its thread
+        pools from them)."""
         self.stderr = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen([str(stack.interpreter), str(SCRIPT)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr, text=True, bufsize=1,
                                      env=worker_env(stack, device))
+        if cpus:
+            placement.pin(self.proc.pid, cpus)
         self.lines = queue.Queue()
         threading.Thread(target=self._drain, daemon=True).start()
         self.versions = self._read(STARTUP_TIMEOUT_S)["versions"]
