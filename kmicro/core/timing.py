@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 __all__ = ["Policy", "Measurement", "first_call", "measure", "samples", "rewarm", "bare_loop",
-           "in_turns",
-           "per_call", "host_values"]
+           "in_turns", "per_call", "host_values"]
 
 
 @dataclass(frozen=True)
