@@ -36,7 +36,7 @@ TARGET = (0.95, 1.05)  # kmicro / independent, median over rounds
 
 
 def run(stacks, case_list, passes, rounds, options, sink, progress=None, seed=0,
-        max_rounds=None, same_cpu=False):
+        max_rounds=None, same_cpu=True):
     """Measure every case and pass on every stack `rounds` times both ways, then the passes
     still undecided (`decided`) again, up to `max_rounds` in all; `sink(record)` receives one
     record per stack, case, pass and round as soon as it is measured. `same_cpu`: both
@@ -87,7 +87,7 @@ def _measure(sides, stack, case, passes, round_no, rng) -> list:
     """This round's record of each pass of `case`: both sides measured, or the error."""
     try:
         ours, theirs = sides.measure(case, passes, rng)
-        return [_record(ours[p], theirs[p], round_no, sides.independent.versions,
+        return [_record(ours[p], theirs[p], round_no, sides.independent,
                         same_cpu=bool(sides.cpus)) for p in passes]
     except (runner.WorkerDied, runner.WorkerTimeout) as exc:
         sides.close()  # fresh processes for the next case
@@ -108,7 +108,7 @@ class _Sides:
     torch Dense(10) forward read 1.31x (0.93-1.51) across six fresh process pairs, 1.002 on
     one CPU. docs/measurements.md, "Paired turns"."""
 
-    def __init__(self, stack, options, same_cpu=False):
+    def __init__(self, stack, options, same_cpu=True):
         self.stack, self.options = stack, options
         self.cpus = placement.choices(same_cpu)
         self.worker = self.independent = None
@@ -152,9 +152,7 @@ class _Sides:
             return
         cpu = {rng.choice(self.cpus)} if self.cpus else None
         try:
-            self.worker = runner.Worker(self.stack, self.options, wait=False)
-            if cpu:
-                placement.pin(self.worker.proc.pid, cpu)  # before its framework starts
+            self.worker = runner.Worker(self.stack, self.options, wait=False, cpus=cpu)
             self.independent = independent.IndependentLoop(self.stack, self.options.device, cpu)
             self.worker.ready()
             if self.worker.fatal:
@@ -171,11 +169,12 @@ class _Sides:
         self.worker = self.independent = None
 
 
-def _record(ours, theirs, round_no, their_versions, same_cpu=False) -> dict:
-    """kmicro's op record, turned into a fidelity record with the independent time beside it."""
+def _record(ours, theirs, round_no, loop, same_cpu=False) -> dict:
+    """kmicro's op record, turned into a fidelity record with the independent time (from
+    `loop`, the IndependentLoop) beside it."""
     record = dict(ours, kind=KIND, round=round_no, independent_s=None, ratio=None,
-                  timer=theirs.get("timer"), independent_versions=their_versions,
-                  same_cpu=same_cpu)
+                  timer=theirs.get("timer"), independent_versions=loop.versions,
+                  independent_cpus=loop.cpus, same_cpu=same_cpu)
     if ours["status"] != "ok":
         return record
     if "error" in theirs:

@@ -45,7 +45,8 @@ def main():
     backend = keras.backend.backend()
     builder = {"jax": jax_step, "tensorflow": tensorflow_step, "torch": torch_step,
                "numpy": numpy_step}[backend]
-    out.write(json.dumps({"ready": True, "versions": versions(backend)}) + "\n")
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    out.write(json.dumps({"ready": True, "versions": versions(backend), "cpus": cpus}) + "\n")
     paired = None
     for line in sys.stdin:
         request = json.loads(line)

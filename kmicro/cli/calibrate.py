@@ -4,6 +4,8 @@ independent loop that builds the layer with plain Keras and times it with the fr
 own timer (kmicro/analysis/fidelity.py)."""
 from __future__ import annotations
 
+import argparse
+
 from kmicro.cli import common
 from kmicro.core import cases
 from kmicro.core.errors import UsageError
@@ -32,10 +34,12 @@ def add_parser(subparsers):
                    help="kmicro's measurement against a separate process timing the layer "
                         "with plain Keras and the framework's own timer, in turns")
     p.add_argument("--seed", type=int, default=0,
-                   help="--independent --same-cpu: the draw of each round's CPU")
-    p.add_argument("--same-cpu", action="store_true",
-                   help="--independent: both processes of a round on one CPU, drawn "
-                        "per round with --seed, from their start")
+                   help="--independent: the draw of each round's CPU")
+    p.add_argument("--same-cpu", action=argparse.BooleanOptionalAction, default=True,
+                   help="--independent: both processes of a round on one CPU, drawn per "
+                        "round with --seed, from their start (default; --no-same-cpu lets "
+                        "them use every CPU, where one side's idle helper threads spin "
+                        "while the other is timed)")
     return p
 
 

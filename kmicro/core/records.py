@@ -39,6 +39,7 @@ def new(kind, info, case, pass_name, **fields) -> dict:
         "max_rel_err": None, "error": None, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         # other work on the machine distorts timings; keep the evidence with the number
         "load_avg_1m": round(os.getloadavg()[0], 2), "cpu_count": os.cpu_count(),
+        "cpus": info.get("cpus"),  # the CPUs the worker could run on (--same-cpu: one)
     }
     record.update(fields)
     return record

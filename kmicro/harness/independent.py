@@ -46,7 +46,8 @@ class IndependentLoop:
             placement.pin(self.proc.pid, cpus)
         self.lines = queue.Queue()
         threading.Thread(target=self._drain, daemon=True).start()
-        self.versions = self._read(STARTUP_TIMEOUT_S)["versions"]
+        hello = self._read(STARTUP_TIMEOUT_S)
+        self.versions, self.cpus = hello["versions"], hello.get("cpus")
 
     def prepare(self, case, pass_name, timeout_s=300.0) -> dict:
         self._send(dict(request(case, pass_name), prepare=True))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from kmicro.core import cases as cases_mod
 from kmicro.core.stacks import worker_env
+from kmicro.harness import placement
 from kmicro.harness.jobs import op
 from kmicro.harness.protocol import Job
 
@@ -51,9 +52,11 @@ class Worker:
     """A live `python -m kmicro.harness.worker` for one stack; `env` adds or replaces
     environment variables (flags a framework reads once, at import). With wait=False the
     process is started but its greeting not yet read: `ready()` does that, so two workers
-    can import their frameworks at the same time (nothing is timed while they start)."""
+    can import their frameworks at the same time (nothing is timed while they start).
+    `cpus`: the CPUs it may use, set before its framework starts (and sizes its thread pools
+    from them)."""
 
-    def __init__(self, stack, options: Options, env=None, wait=True):
+    def __init__(self, stack, options: Options, env=None, wait=True, cpus=None):
         self.stack = stack
         self.stderr = tempfile.TemporaryFile(mode="w+")
         cmd = [str(stack.interpreter), "-m", WORKER, "--stack", stack.name,
@@ -63,6 +66,8 @@ class Worker:
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr, text=True, bufsize=1,
                                      env=dict(worker_env(stack, options.device), **(env or {})))
+        if cpus:
+            placement.pin(self.proc.pid, cpus)
         # A thread drains stdout so reads can time out without losing buffered lines.
         self.lines = queue.Queue()
         threading.Thread(target=self._drain, daemon=True).start()

@@ -47,8 +47,14 @@ def _start(args):
         raise DeviceUnavailable(
             f"--device gpu, but stack {args.stack} sees no GPU (it would run on the CPU)")
     info = dict(adapter.info(), stack=args.stack, python=platform.python_version(),
-                requested_device=args.device, malloc=os.environ.get("GLIBC_TUNABLES", ""))
+                requested_device=args.device, malloc=os.environ.get("GLIBC_TUNABLES", ""),
+                cpus=_cpus())
     return adapter, info
+
+
+def _cpus():
+    """The CPUs this process may run on, as its framework saw them when it started."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
 
 
 def _handle(adapter, info, job):
