@@ -33,7 +33,7 @@ class Settings:
     seed: int = 0  # the order of passes and sides in every round
     # Both sides' bursts of a round on one CPU (drawn per round), the waiting side on the
     # others: the vCPUs' own speeds then cancel in the ratio (kmicro/harness/placement.py).
-    # Multi-threaded kernels get one CPU while timed, on both sides alike.
+    # Workers start on one CPU each, so their frameworks size their thread pools for one.
     same_cpu: bool = False
 
 
@@ -49,11 +49,12 @@ class _Pair:
 class _Side:
     """One stack's live worker; restarted (and its cases prepared again) when it fails."""
 
-    def __init__(self, stack, options, env=None):
-        """Starts the worker; `ready()` waits for it, so both sides can start at once."""
-        self.stack, self.options, self.env = stack, options, env
+    def __init__(self, stack, options, env=None, cpus=None):
+        """Starts the worker (on `cpus` from its start); `ready()` waits for it, so both
+        sides can start at once."""
+        self.stack, self.options, self.env, self.cpus = stack, options, env, cpus
         self.prepared = {}  # case id -> prepare payload, to replay after a restart
-        self.worker = runner.Worker(stack, options, env, wait=False)
+        self.worker = runner.Worker(stack, options, env, wait=False, cpus=cpus)
 
     def ready(self):
         self.worker.ready()
@@ -70,7 +71,8 @@ class _Side:
         """A fresh worker with every prepared case but `dropped` compiled again."""
         self.worker.close()
         self.prepared.pop(dropped, None)
-        self.worker = runner.Worker(self.stack, self.options, self.env, wait=False)
+        self.worker = runner.Worker(self.stack, self.options, self.env, wait=False,
+                                    cpus=self.cpus)
         self.ready()
         for payload in self.prepared.values():
             self.call(payload)
@@ -110,7 +112,7 @@ def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress,
             # Every other pair starts and compiles B first: in A/A runs with A always first,
             # B came out faster in 53 and 55 of 81 passes (jax, tensorflow; median 0.4 %).
             first = (0, 1) if n % 2 == 0 else (1, 0)
-            sides = _start([stack_a, stack_b], options, first, env)
+            sides = _start([stack_a, stack_b], options, first, env, _start_cpus(settings, n))
             pairs = _prepare(sides, first, case_list, passes, options, sink, progress, pairs)
             done = _rounds(sides, pairs, settings, sink, progress, rng, done,
                            done + per_process, clock, n)
@@ -130,10 +132,17 @@ def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress,
             side.close()
 
 
-def _start(stacks, options, first, env=None) -> list:
-    """[side A, side B], both workers starting at once (their imports are not timed), greeted
-    in the order `first` gives."""
-    started = {i: _Side(stacks[i], options, env) for i in first}
+def _start_cpus(settings, pair_no) -> list:
+    """With same_cpu, each worker of pair `pair_no` starts on one CPU (placement.apart): its
+    bursts run on one CPU, and a framework started on two keeps a two-thread pool there
+    (kmicro's JAX read 2.2x in docs/measurements.md, "Paired turns")."""
+    return placement.apart(placement.choices(settings.same_cpu), 2, first=pair_no)
+
+
+def _start(stacks, options, first, env=None, cpus=(None, None)) -> list:
+    """[side A, side B], both workers starting at once (their imports are not timed), on
+    `cpus` (A's, B's), greeted in the order `first` gives."""
+    started = {i: _Side(stacks[i], options, env, cpus[i]) for i in first}
     try:
         for i in first:
             started[i].ready()
@@ -240,7 +249,8 @@ def _base(sides, case_id, pass_name, rec_a, rec_b) -> dict:
                 backend=rec_b.get("backend"), versions=rec_b.get("versions", {}),
                 malloc=rec_b.get("malloc"),
                 python=rec_b.get("python"), device=rec_b.get("device"),
-                device_name=rec_b.get("device_name"), jit=rec_b.get("jit"))
+                device_name=rec_b.get("device_name"), jit=rec_b.get("jit"),
+                cpus=rec_b.get("cpus"))
     return records.new(
         "ab", info, case_id, pass_name, stack_a=sides[0].stack.name,
         stack_b=sides[1].stack.name, versions_a=rec_a.get("versions", {}),

@@ -87,8 +87,8 @@ def _measure(sides, stack, case, passes, round_no, rng) -> list:
     """This round's record of each pass of `case`: both sides measured, or the error."""
     try:
         ours, theirs = sides.measure(case, passes, rng)
-        return [_record(ours[p], theirs[p], round_no, sides.independent,
-                        same_cpu=bool(sides.cpus)) for p in passes]
+        return [_record(ours[p], theirs[p], round_no, sides.independent, sides.cpu)
+                for p in passes]
     except (runner.WorkerDied, runner.WorkerTimeout) as exc:
         sides.close()  # fresh processes for the next case
         return [records.new(KIND, {"stack": stack.name, "backend": stack.backend}, case.id, p,
@@ -99,10 +99,12 @@ class _Sides:
     """One stack's kmicro worker and independent loop, (re)started when needed; a stack whose
     processes cannot start is not tried again.
 
-    With `same_cpu` both processes run on one CPU, drawn per round, from the moment they are
-    started: a framework sizes its thread pools from the CPUs it may use when it starts, so
-    both sides must see the same ones (pinned later, kmicro's worker kept JAX's two-thread
-    pool on one CPU where the independent process made one thread: kmicro read 2.2x). Taking
+    With `same_cpu` both processes run on one CPU, drawn per round, and each sees one CPU
+    from the moment it starts: a framework sizes its thread pools from the CPUs it may use
+    when it starts, so both sides must see the same number (pinned later, kmicro's worker kept
+    JAX's two-thread pool on one CPU where the independent process made one thread: kmicro
+    read 2.2x). They start on different CPUs, to import side by side, and then move to the
+    round's. Taking
     turns on two CPUs instead, a side's helper threads (torch's OpenMP worker: nearly as much
     CPU time as the main thread) still spin on the other CPU while the other side is timed:
     torch Dense(10) forward read 1.31x (0.93-1.51) across six fresh process pairs, 1.002 on
@@ -112,7 +114,7 @@ class _Sides:
         self.stack, self.options = stack, options
         self.cpus = placement.choices(same_cpu)
         self.worker = self.independent = None
-        self.fatal = None
+        self.fatal = self.cpu = None  # the round's CPU, with same_cpu
 
     def measure(self, case, passes, rng) -> tuple:
         """({pass: kmicro's op record}, {pass: the independent loop's blocks}), pass by pass."""
@@ -145,18 +147,24 @@ class _Sides:
         return got
 
     def _start(self, rng):
-        """Both processes, started together (on one CPU drawn from `rng` with same_cpu)."""
+        """Both processes, started together; with same_cpu each on a CPU of its own, then
+        both on the round's CPU, drawn from `rng`."""
         if self.fatal:
             raise runner.WorkerDied(self.fatal)
         if self.worker is not None:
             return
-        cpu = {rng.choice(self.cpus)} if self.cpus else None
+        self.cpu = rng.choice(self.cpus) if self.cpus else None
+        ours, theirs = placement.apart(self.cpus, 2)
         try:
-            self.worker = runner.Worker(self.stack, self.options, wait=False, cpus=cpu)
-            self.independent = independent.IndependentLoop(self.stack, self.options.device, cpu)
+            self.worker = runner.Worker(self.stack, self.options, wait=False, cpus=ours)
+            self.independent = independent.IndependentLoop(self.stack, self.options.device,
+                                                           theirs)
             self.worker.ready()
             if self.worker.fatal:
                 raise runner.WorkerDied(self.worker.fatal)
+            if self.cpus:  # this round's CPU, for both
+                for process in (self.worker.proc, self.independent.proc):
+                    placement.pin(process.pid, {self.cpu})
         except (runner.WorkerDied, runner.WorkerTimeout) as exc:
             self.fatal = str(exc)
             self.close()
@@ -169,12 +177,12 @@ class _Sides:
         self.worker = self.independent = None
 
 
-def _record(ours, theirs, round_no, loop, same_cpu=False) -> dict:
+def _record(ours, theirs, round_no, loop, cpu=None) -> dict:
     """kmicro's op record, turned into a fidelity record with the independent time (from
-    `loop`, the IndependentLoop) beside it."""
+    `loop`, the IndependentLoop) beside it; `cpu`: the one both ran on, if placed."""
     record = dict(ours, kind=KIND, round=round_no, independent_s=None, ratio=None,
                   timer=theirs.get("timer"), independent_versions=loop.versions,
-                  independent_cpus=loop.cpus, same_cpu=same_cpu)
+                  independent_cpus=loop.cpus, same_cpu=cpu is not None, round_cpu=cpu)
     if ours["status"] != "ok":
         return record
     if "error" in theirs:
