@@ -62,7 +62,7 @@ bench: env
 # measured times (marked timing): those run alone afterwards, so no other test disturbs them.
 test: env chromium asv-machine
 	$(VENV)/bin/lint-imports --no-cache  # the layering contracts in pyproject.toml
-	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile -m "not timing" --durations=15
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadgroup -m "not timing" --durations=15
 	$(VENV)/bin/python -m pytest -q -m timing --durations=10
 
 calibrate: env

@@ -12,6 +12,9 @@ from conftest import ROOT
 from kmicro import asvconf
 from kmicro.core import stacks
 
+# One xdist worker runs these tests (`--dist loadgroup`): shared module fixtures or paths.
+pytestmark = pytest.mark.xdist_group("asv")
+
 ASV = [sys.executable, "-m", "asv"]
 EXISTING = f"existing:{sys.executable}"
 DENSE = r"Ops.time_pass\(.dense\(units=10\)@32x512., .{}.\)"  # asv quotes str params

@@ -24,6 +24,9 @@ import pytest
 
 from conftest import ROOT
 
+# One xdist worker runs these tests (`--dist loadgroup`): shared module fixtures or paths.
+pytestmark = pytest.mark.xdist_group("asv_find")
+
 # Outside the checkout, like pip's cache, so a fresh clone (CI) reuses the environment.
 ENV_DIR = Path(os.environ.get("KMICRO_ASV_FIND_ENV", Path.home() / ".cache/kmicro/asv-env-find"))
 MACHINE = "kmicro-find-test"

@@ -27,6 +27,9 @@ from conftest import ROOT
 
 from kmicro import asvconf
 
+# One xdist worker runs these tests (`--dist loadgroup`): shared module fixtures or paths.
+pytestmark = pytest.mark.xdist_group("asv_publish")
+
 ASV = [sys.executable, "-m", "asv"]
 SCRIPT = ROOT / "scripts" / "asv_html.py"
 CHROMIUM = Path("/usr/bin/chromium")

@@ -13,6 +13,9 @@ from keras_repo import CACHE, history
 
 from kmicro.analysis import ab, bisect as bisect_mod
 
+# One xdist worker runs these tests (`--dist loadgroup`): shared module fixtures or paths.
+pytestmark = pytest.mark.xdist_group("bisect")
+
 # Per-commit environments and the stacks that name them, kept between runs (the histories'
 # commits are the same every run): a rerun times the bisection, not uv building Keras again.
 # Keyed by the base stack's pins, which every such environment also installs.
@@ -34,20 +37,20 @@ def bisect(repo, good, bad, tmp_path, extend=4):
 @pytest.mark.timing
 @pytest.mark.slow
 def test_bisect_names_the_planted_commit(tmp_path):
-    commits = history(tmp_path / "keras", 8, planted=5)
+    # four commits after the base, the second planted: both halves of the search are taken
+    commits = history(tmp_path / "keras", 4, planted=2)
     p = bisect(tmp_path / "keras", commits[0], commits[-1], tmp_path)
     assert p.returncode == 0, p.stderr
-    assert f"first slow commit: {commits[5][:10]}" in p.stdout, p.stdout
+    assert f"first slow commit: {commits[2][:10]}" in p.stdout, p.stdout
     tested = {r["commit"]: r for r in load(tmp_path / "b.json")}
-    assert tested[commits[5]]["verdict"] == "slower"
-    assert all(tested[c]["verdict"] == "same" for c in commits[1:5] if c in tested)
+    assert tested[commits[2]]["verdict"] == "slower" and tested[commits[1]]["verdict"] == "same"
     assert 1.08 < tested[commits[-1]]["ratio"] < 1.4  # +15-20 %, not a sleep
 
 
 @pytest.mark.timing
 @pytest.mark.slow
 def test_bisect_without_a_change_names_no_commit(tmp_path):
-    commits = history(tmp_path / "keras", 8)
+    commits = history(tmp_path / "keras", 4)
     # Identical ends rarely settle "same" within 3 % here, so every extra run is spent (285 s
     # with 4 in CI); more runs narrow the interval but cannot make a false "slower" less likely.
     p = bisect(tmp_path / "keras", commits[0], commits[-1], tmp_path, extend=1)

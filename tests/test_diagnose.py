@@ -11,6 +11,9 @@ from kmicro.analysis import diagnose
 from kmicro.harness import runner
 from kmicro.core import stacks
 
+# One xdist worker runs these tests (`--dist loadgroup`): shared module fixtures or paths.
+pytestmark = pytest.mark.xdist_group("diagnose")
+
 
 def _stack(name):
     stack = stacks.STACKS[name]

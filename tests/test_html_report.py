@@ -10,6 +10,9 @@ import pytest
 from conftest import load, run_kmicro
 from kmicro.report import html as html_report, plots
 
+# One xdist worker runs these tests (`--dist loadgroup`): shared module fixtures or paths.
+pytestmark = pytest.mark.xdist_group("html_report")
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 PEAKS = {"matmul_gflops": 50.0, "copy_gbps": 10.0}
 EVIL = 'RuntimeError: <script>alert("x")</script> & more'

@@ -16,6 +16,9 @@ import pytest
 from conftest import KMICRO, ROOT, load
 from keras_repo import commit, keras_repo
 
+# One xdist worker runs these tests (`--dist loadgroup`): shared module fixtures or paths.
+pytestmark = pytest.mark.xdist_group("user_stacks")
+
 VENV_PY = str(ROOT / ".venv" / "bin" / "python")
 THEANO_PY = ROOT / ".envs" / "theano" / "bin" / "python"
 ENVS = ROOT / ".cache" / "test-envs"  # kept between runs: uv relinks from its cache
