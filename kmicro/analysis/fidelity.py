@@ -104,11 +104,10 @@ class _Sides:
     when it starts, so both sides must see the same number (pinned later, kmicro's worker kept
     JAX's two-thread pool on one CPU where the independent process made one thread: kmicro
     read 2.2x). They start on different CPUs, to import side by side, and then move to the
-    round's. Taking
-    turns on two CPUs instead, a side's helper threads (torch's OpenMP worker: nearly as much
-    CPU time as the main thread) still spin on the other CPU while the other side is timed:
-    torch Dense(10) forward read 1.31x (0.93-1.51) across six fresh process pairs, 1.002 on
-    one CPU. docs/measurements.md, "Paired turns"."""
+    round's. Taking turns on two CPUs instead, a side's helper threads (torch's OpenMP
+    worker: nearly as much CPU time as the main thread) still spin on the other CPU while the
+    other side is timed: torch Dense(10) forward read 1.31x (0.93-1.51) across six fresh
+    process pairs, 1.002 on one CPU. docs/measurements.md, "Paired turns"."""
 
     def __init__(self, stack, options, same_cpu=True):
         self.stack, self.options = stack, options

@@ -37,9 +37,9 @@ def add_parser(subparsers):
                    help="--independent: the draw of each round's CPU")
     p.add_argument("--same-cpu", action=argparse.BooleanOptionalAction, default=True,
                    help="--independent: both processes of a round on one CPU, drawn per "
-                        "round with --seed, from their start (default; --no-same-cpu lets "
-                        "them use every CPU, where one side's idle helper threads spin "
-                        "while the other is timed)")
+                        "round with --seed, each seeing one CPU from its start (default; "
+                        "--no-same-cpu lets them use every CPU, where one side's idle "
+                        "helper threads spin while the other is timed)")
     return p
 
 
