@@ -20,6 +20,7 @@ CONTRACT = ("stack", "backend", "versions", "device", "case", "op", "pass", "inp
     (["ops", "--shapes", "32,x,3"], "N,H,W,C or N,F"),
     (["ops", "--data-format", "nhwc"], "channels_last"),
     (["ops", "--device", "tpu"], "'auto', 'cpu', 'gpu'"),
+    (["stacks", "--stacks", "tf"], "valid stacks: tensorflow, jax, torch, numpy"),
     (["frobnicate"], "stacks"),
 ])
 def test_bad_input_is_one_line_and_exit_2(kmicro, args, valid):

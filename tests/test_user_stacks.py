@@ -59,8 +59,9 @@ def test_added_stack_runs_in_ops_and_its_env_reaches_the_worker(user, tmp_path):
     records = load(out)
     assert {r["stack"] for r in records} == {"mine", "numpy"}
     assert all(r["status"] == "ok" and r["backend"] == "numpy" for r in records)
-    listed = user("stacks", "--no-peaks")
+    listed = user("stacks", "--stacks", "mine,numpy", "--no-peaks")
     assert listed.returncode == 0 and "mine" in listed.stdout and "numpy" in listed.stdout
+    assert "tensorflow" not in listed.stdout and "jax" not in listed.stdout  # only those asked
     # A stack's --env values reach its worker (and win): this one kills the dense case.
     p = user("stack", "add", "faulty", "--python", VENV_PY, "--backend", "numpy",
              "--env", "KMICRO_FAULT=die:dense")

@@ -2,8 +2,10 @@
 this machine's matmul/copy peaks."""
 from __future__ import annotations
 
+import os
+
 from kmicro.cli import common
-from kmicro.core.stacks import all_stacks
+from kmicro.core.stacks import all_stacks, resolve
 
 __all__ = ["add_parser", "run"]
 
@@ -11,12 +13,15 @@ __all__ = ["add_parser", "run"]
 def add_parser(subparsers):
     p = subparsers.add_parser("stacks", help="stacks, installed or not, versions, device, "
                                              "machine peaks")
+    p.add_argument("--stacks", help="comma list of stacks to show (default: every declared one)")
     common.add_device_flag(p)
     p.add_argument("--no-peaks", action="store_true", help="skip measuring matmul/copy peaks")
     return p
 
 
 def run(args) -> int:
+    from concurrent.futures import ThreadPoolExecutor
+
     from rich.table import Table
 
     from kmicro.core import peaks
@@ -27,8 +32,11 @@ def run(args) -> int:
     for col in ("stack", "installed", "python", "backend", "versions", "device", "defined by"):
         table.add_column(col)
     options = runner.Options(device=args.device)
-    for s in all_stacks().values():
-        info = runner.probe(s, options) if s.installed else {}
+    shown = resolve(args.stacks) if args.stacks else list(all_stacks().values())
+    # Each probe starts a stack's Python and its framework (seconds, mostly imports): side by side.
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        infos = pool.map(lambda s: runner.probe(s, options) if s.installed else {}, shown)
+    for s, info in zip(shown, infos):
         versions = ", ".join(f"{k} {v}" for k, v in info.get("versions", {}).items())
         device = info.get("error") or f"{info.get('device', '')} ({info.get('device_name', '')})"
         table.add_row(s.name, "yes" if s.installed else f"no ({s.install_hint})",
