@@ -44,7 +44,7 @@ def test_bisect_names_the_planted_commit(tmp_path):
     assert f"first slow commit: {commits[2][:10]}" in p.stdout, p.stdout
     tested = {r["commit"]: r for r in load(tmp_path / "b.json")}
     assert tested[commits[2]]["verdict"] == "slower" and tested[commits[1]]["verdict"] == "same"
-    assert 1.08 < tested[commits[-1]]["ratio"] < 1.4  # +15-20 %, not a sleep
+    assert 1.15 < tested[commits[-1]]["ratio"] < 1.8  # +30-40 %, not a sleep
 
 
 @pytest.mark.timing

@@ -182,6 +182,7 @@ def test_env_with_kmicro_at_a_revision_runs_its_own_kmicro(user, env_lock, tmp_p
     assert str(ENVS / "kref") in installed.stdout, installed.stdout + installed.stderr
     out = tmp_path / "ab.json"
     p = user("ab", "numpy", "kref", "--ops", "dense", "--passes", "forward", "--shapes", "32,64",
-             "--rounds", "6", "--min-rounds", "6", "--min-effect", "0.5", "--json", str(out))
+             "--rounds", "6", "--min-rounds", "6", "--processes", "2", "--min-effect", "0.5",
+             "--json", str(out))
     assert p.returncode == 0, p.stderr
     assert {r["status"] for r in load(out)} == {"ok"}
