@@ -148,13 +148,14 @@ def preview(conf, env, html):
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"
     try:
-        for _ in range(100):
+        deadline = time.monotonic() + 60  # asv's start-up, on a machine busy with other tests
+        while True:
             with contextlib.suppress(OSError):
                 urllib.request.urlopen(url + "index.html", timeout=2).close()
                 break
+            if time.monotonic() > deadline or server.poll() is not None:
+                pytest.fail(f"asv preview did not answer on {url}")
             time.sleep(0.1)
-        else:
-            pytest.fail(f"asv preview did not answer on {url}")
         yield url
     finally:
         server.terminate()

@@ -53,7 +53,7 @@ def _request(args):
 
 
 def run(args) -> int:
-    from kmicro.analysis import attribution  # numpy, the harness: not for `kmicro --help`
+    from kmicro.analysis import attribution, contention  # numpy, the harness: not for --help
     from kmicro.core import records
     from kmicro.report.attribution_tables import print_report
     from kmicro.report.in_situ_tables import print_in_situ
@@ -70,5 +70,7 @@ def run(args) -> int:
     console = common.make_console()
     print_report(out.records, console)
     print_in_situ(out.records, console)
+    for line in contention.caveat_lines(out.records):
+        console.print(f"[yellow]! {line}[/yellow]", soft_wrap=True)
     print(f"results: {path}")
     return common.exit_code(out.records)

@@ -15,10 +15,12 @@ The built model is cached per worker (kmicro/harness/jobs/built_models.py), so l
 reuse the model the step trained. The CLI side imports this module for `blank_record`:
 no framework at module level.
 """
+import statistics
+
 import numpy as np
 
 from kmicro.backends.base import UnsupportedPass
-from kmicro.core import records, timing
+from kmicro.core import other_load, records, timing
 from kmicro.harness.jobs.built_models import Session, UserModelError
 from kmicro.harness.protocol import message
 
@@ -123,8 +125,10 @@ def _time_step(adapter, model, trainer, payload) -> dict:
     x, y, x0 = _batch(adapter, model, payload)
     step = _trained(trainer, x, y)
     _, compile_s = timing.first_call(step, timing.host_values)
-    m = timing.measure(step, timing.host_values, _steps_policy(payload))
-    return dict(m.summary(), share=1.0, **_step_fields(trainer, compile_s, x0))
+    with other_load.watching(other_load.Watch()) as watch:
+        m = timing.measure(step, timing.host_values, _steps_policy(payload))
+    return dict(m.summary(), share=1.0, other_load=watch.share,
+                **_step_fields(trainer, compile_s, x0))
 
 
 def _time_ablated(session, model, trainer, payload) -> dict:
@@ -156,16 +160,17 @@ def _profiled(adapter, model, trainer, payload, phase) -> dict:
     _, compile_s = timing.first_call(step, timing.host_values)
     sessions = _split(payload["steps"], adapter.profile_sessions)
     plain = timing.measure(step, timing.host_values, _steps_policy(payload, sessions[0])).samples
-    profiles = []
+    profiles, watch = [], other_load.Watch()
     for steps in sessions:
-        profiles.append(adapter.profile_steps(model, step, steps, phase))
+        with other_load.watching(watch):
+            profiles.append(adapter.profile_steps(model, step, steps, phase))
         plain += timing.measure(step, timing.host_values, _steps_policy(payload, steps)).samples
     profile = _merged(profiles)
     on, off = timing.Measurement(samples=profile["steps_s"]), timing.Measurement(samples=plain)
     totals = [sum(t) for t in zip(*(p["times_s"] for p in profile["parts"]))]
     return dict(on.summary(), method="in_situ", share=1.0, unprofiled_s=off.median,
                 unprofiled_iqr_s=off.iqr, profiler_overhead=on.median / off.median - 1,
-                profile_sessions=len(sessions),
+                profile_sessions=len(sessions), other_load=watch.share,
                 # the profile's own step ranges against the clock around each step
                 accounted=sum(totals) / sum(profile["steps_s"]), parts=profile["parts"],
                 **_step_fields(trainer, compile_s, x0))
@@ -191,30 +196,41 @@ def _merged(profiles) -> dict:
 
 
 def _in_situ_parts(adapter, info, model, payload, step, phase) -> list:
-    """One "in_situ" record per part of the profiled step; shares of the profile's step."""
+    """One "in_situ" record per part of the profiled step (see _part_medians)."""
     parts = step.pop("parts", None)
     if step["status"] != "ok" or not parts:
         return []
     described = {layer["name"]: layer for layer in
                  _describe(adapter, model, payload["batch"])["layers"]}
-    per_step = sum(sum(p["times_s"]) for p in parts) / len(parts[0]["times_s"])
-    by_layer = {}
-    for p in parts:
-        by_layer.setdefault(p["layer"], {})[p["part"]] = p["times_s"]
     out = []
-    for name, kinds in by_layer.items():
+    for name, fields in _part_medians(parts).items():
         # "(unplaced) Conv2D": time a profiler gave a layer type but not to one of its layers
         kind = name[len(UNPLACED):] if name.startswith(UNPLACED) else name
         layer = described.get(name) or {"name": name, "key": name, "type": kind}
         record = blank_record(info, dict(payload, layer=layer), IN_SITU_PASSES[phase][1])
-        totals = timing.Measurement(samples=[sum(t) for t in zip(*kinds.values())])
-        mean = sum(totals.samples) / len(totals.samples)
-        record.update(status="ok", method="in_situ", time_s=mean, median_s=totals.median,
-                      iqr_s=totals.iqr, n_samples=len(totals.samples), share=mean / per_step,
-                      device=step.get("device"),
-                      **{"{}_s".format(k): sum(t) / len(t) for k, t in kinds.items()})
+        record.update(fields, status="ok", method="in_situ", device=step.get("device"))
         out.append(record)
     return out
+
+
+def _part_medians(parts) -> dict:
+    """{layer or part: record fields} from a profile's parts. A part's time is its median
+    over the profiled steps, not the mean: on a busy machine a thread that loses its CPU for
+    a few milliseconds inflates whichever op it was in, and in one step of three that lifted
+    a Dense(10) above a conv 30x its work. Shares are of the medians added up, so they
+    still sum to one; `forward_s`, `backward_s`... are each kind's median."""
+    by_layer = {}
+    for p in parts:
+        by_layer.setdefault(p["layer"], {})[p["part"]] = p["times_s"]
+    totals = {name: timing.Measurement(samples=[sum(t) for t in zip(*kinds.values())])
+              for name, kinds in by_layer.items()}
+    per_step = sum(m.median for m in totals.values())
+    return {name: dict({"{}_s".format(k): statistics.median(t) for k, t in kinds.items()},
+                       time_s=totals[name].median, median_s=totals[name].median,
+                       mean_s=statistics.mean(totals[name].samples), iqr_s=totals[name].iqr,
+                       n_samples=len(totals[name].samples),
+                       share=totals[name].median / per_step)
+            for name, kinds in by_layer.items()}
 
 
 def _time_layer(adapter, model, payload, found):
@@ -227,9 +243,10 @@ def _time_layer(adapter, model, payload, found):
         try:
             prepared = adapter.layer_pass(model, layer, record["pass"], inputs, dy)
             out, compile_s = timing.first_call(prepared.step, prepared.sync)
-            m = timing.measure(prepared.step, prepared.sync, policy)
+            with other_load.watching(other_load.Watch()) as watch:
+                m = timing.measure(prepared.step, prepared.sync, policy)
             record.update(m.summary(), status="ok", compile_s=compile_s,
-                          device=prepared.device_of(out))
+                          device=prepared.device_of(out), other_load=watch.share)
         except UnsupportedPass as exc:
             record.update(status="unsupported", error=str(exc))
         except Exception as exc:  # noqa: BLE001 - one layer failing leaves the others timed

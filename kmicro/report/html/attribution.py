@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from html import escape
 
-from kmicro.analysis import attribution
+from kmicro.analysis import attribution, contention
 from kmicro.report import plots
 from kmicro.report.html.markup import bullets, cell, image, seconds, table
 
@@ -35,6 +35,9 @@ def _model(model, recs) -> str:
         parts.append(table(["layer type"] + stacks + ["slowest/fastest"],
                            _rows(recs, stacks)))
         parts.append(bullets(attribution.dominant_lines(recs)))
+    busy = contention.caveat_lines(recs)
+    if busy:
+        parts.append(bullets(busy, "bad"))
     problems = [f"{r['stack']} {r['case']} {r['pass']}: {r['status']}: {r['error']}"
                 for r in recs if r["status"] != "ok"]
     if problems:
