@@ -91,6 +91,25 @@ def test_a_same_that_does_not_rule_out_the_minimum_effect_is_shown_unsure():
     assert "2 same (1 of them unsure" in ab_tables.summary(rows)
 
 
+def test_the_power_is_said_with_the_rounds_each_unresolved_pass_would_take():
+    assert ab_stats.rounds_needed(0.02, 25, 0.03) == 25  # resolved already
+    assert ab_stats.rounds_needed(0.10, 25, 0.03) == 260  # (ln 1.10 / ln 1.03)^2 = 10.4x
+    assert ab_stats.rounds_needed(0.10, 25, 0.0) is None
+    rows = [dict(verdict="same", ratio=1.0, ci_low=0.98, ci_high=1.02, rounds=25, mde=0.02,
+                 min_effect=0.03, status="ok", op="dense", case="dense(units=10)@32x512",
+                 **{"pass": "forward"}),
+            dict(verdict="same", ratio=1.0, ci_low=0.91, ci_high=1.10, rounds=25, mde=0.10,
+                 min_effect=0.03, status="ok", op="conv2d", case="conv2d()@32x8x8x4/cl",
+                 **{"pass": "backward"}),
+            dict(status="error", verdict="error", **{"pass": "forward"})]
+    head, widest = ab_tables.power_lines(rows)
+    assert head == "power: 1 of 2 passes resolved the minimum effect of 3% (MDE at most that)"
+    assert "conv2d" in widest and "MDE 10.0% after 25 rounds" in widest
+    assert "about 260 rounds would resolve 3% (--rounds)" in widest
+    assert ab_tables.power_lines(rows[:1])[0].endswith("every verdict can be read at that size")
+    assert ab_tables.power_lines(rows[2:]) == []
+
+
 def test_noise_only_is_not_settled_early():
     rng = np.random.default_rng(2)
     a, b = np.exp(rng.normal(0, 0.1, (2, 6)))

@@ -139,7 +139,7 @@ def test_ab_findings_count_and_name_the_largest():
         r["pass"] = r.pop("pass_", "forward")
     (text,) = texts(findings.ab_findings(recs))
     assert text.startswith("jax-new vs jax: 1 slower (most: fwd of dense units=8 @ 32x8, 1.2x")
-    assert "1 same, of 2 compared (median detectable effect 2.0%)" in text
+    assert "1 same, of 2 compared (median detectable effect 2.0%; 2 of 2 resolved 3%)" in text
 
 
 @pytest.mark.parametrize("stacks", ["numpy,jax"])

@@ -31,10 +31,12 @@ class Settings:
     processes: int = 5  # pairs of workers the rounds are split over, one pair after another
     budget_s: float = 600.0  # for the rounds, all passes together
     seed: int = 0  # the order of passes and sides in every round
-    # Both sides' bursts of a round on one CPU (drawn per round), the waiting side on the
-    # others: the vCPUs' own speeds then cancel in the ratio (kmicro/harness/placement.py).
-    # Workers start on one CPU each, so their frameworks size their thread pools for one.
-    same_cpu: bool = False
+    # Both sides' bursts of a round on one CPU set (drawn per round; on two vCPUs one CPU,
+    # on a larger machine half of them), the waiting side on the others: the vCPUs' own
+    # speeds then cancel in the ratio (kmicro/harness/placement.py). Workers start on a set
+    # each, so their frameworks size their thread pools for it. An A/A's median MDE: 4.7-5.4
+    # % with it, 10.6-12.6 % without (docs/ab.md).
+    same_cpu: bool = True
 
 
 @dataclass
@@ -133,10 +135,11 @@ def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress,
 
 
 def _start_cpus(settings, pair_no) -> list:
-    """With same_cpu, each worker of pair `pair_no` starts on one CPU (placement.apart): its
-    bursts run on one CPU, and a framework started on two keeps a two-thread pool there
-    (kmicro's JAX read 2.2x in docs/measurements.md, "Paired turns")."""
-    return placement.apart(placement.choices(settings.same_cpu), 2, first=pair_no)
+    """With same_cpu, each worker of pair `pair_no` starts on a CPU set of its own
+    (placement.apart): its bursts run on one set, and a framework started on more keeps a
+    larger thread pool there (kmicro's JAX read 2.2x in docs/measurements.md, "Paired
+    turns")."""
+    return placement.apart(placement.halves(settings.same_cpu), 2, first=pair_no)
 
 
 def _start(stacks, options, first, env=None, cpus=(None, None)) -> list:
@@ -221,11 +224,12 @@ def _time_pair(sides, key, pair, settings, rng, group) -> bool:
     order = [0, 1] if rng.random() < 0.5 else [1, 0]
     task = {"kind": "ab", "task": "time", "case_id": key[0], "pass": key[1],
             "samples": settings.samples}
-    cpus = placement.choices(settings.same_cpu)
-    cpu = rng.choice(cpus) if cpus else None
+    sets = placement.halves(settings.same_cpu)
+    timed_on = rng.choice(sets) if sets else None
     for i in order:
-        if cpus:
-            placement.turn(sides[i].worker.proc.pid, sides[1 - i].worker.proc.pid, cpu, cpus)
+        if sets:
+            placement.turn(sides[i].worker.proc.pid, sides[1 - i].worker.proc.pid, timed_on,
+                           placement.available())
         try:
             (burst,) = sides[i].call(task)
         except (runner.WorkerDied, runner.WorkerTimeout) as exc:
@@ -264,7 +268,8 @@ def _record(sides, key, pair, settings) -> dict:
     record = _base(sides, key[0], key[1], *pair.prepared)
     record.update(status="ok", max_rel_err=max(r["max_rel_err"] for r in pair.prepared),
                   compile_s=pair.prepared[1]["compile_s"],
-                  same_cpu=bool(placement.choices(settings.same_cpu)),
+                  same_cpu=bool(placement.halves(settings.same_cpu)),
+                  cpu_sets=[sorted(s) for s in placement.halves(settings.same_cpu)],
                   **_judged(pair.times, pair.groups, settings.min_effect))
     return record
 
@@ -277,6 +282,7 @@ def _judged(times, groups, min_effect) -> dict:
                 ci_low=judged.ci_low, ci_high=judged.ci_high, mde=judged.mde,
                 verdict=judged.verdict(min_effect), rounds=judged.rounds,
                 conclusive=judged.conclusive(min_effect),
+                rounds_needed=ab_stats.rounds_needed(judged.mde, judged.rounds, min_effect),
                 min_effect=min_effect, times_a_s=list(times[0]), times_b_s=list(times[1]),
                 round_pairs=list(groups))
 

@@ -24,7 +24,7 @@ import statistics
 from dataclasses import dataclass
 
 __all__ = ["CONFIDENCE", "EARLY_CONFIDENCE", "Comparison", "compare", "median_interval",
-           "two_level_interval", "VERDICTS"]
+           "two_level_interval", "rounds_needed", "VERDICTS"]
 
 CONFIDENCE = 0.95
 EARLY_CONFIDENCE = 0.99  # stopping a pass early: every look at the data is another chance
@@ -115,3 +115,14 @@ def compare(a_times, b_times, confidence=CONFIDENCE, groups=None) -> Comparison:
         low, high = min(low, low2), max(high, high2)
     return Comparison(math.exp(statistics.median(logs)), math.exp(low), math.exp(high),
                       len(logs), covered)
+
+
+def rounds_needed(mde, rounds, min_effect):
+    """About how many rounds would resolve `min_effect`, from `rounds` that resolved `mde`:
+    an interval of the median narrows as 1/sqrt(rounds). `rounds` itself when it already
+    does; None for a minimum effect of 0 (no number of rounds resolves it)."""
+    if mde <= min_effect:
+        return rounds
+    if min_effect <= 0:
+        return None
+    return math.ceil(rounds * (math.log1p(mde) / math.log1p(min_effect)) ** 2)

@@ -153,7 +153,7 @@ class _Sides:
         if self.worker is not None:
             return
         self.cpu = rng.choice(self.cpus) if self.cpus else None
-        ours, theirs = placement.apart(self.cpus, 2)
+        ours, theirs = placement.apart([{c} for c in self.cpus], 2)
         try:
             self.worker = runner.Worker(self.stack, self.options, wait=False, cpus=ours)
             self.independent = independent.IndependentLoop(self.stack, self.options.device,

@@ -24,9 +24,6 @@ def add_parser(subparsers):
     p.add_argument("--budget", type=float, default=600.0,
                    help="seconds for the rounds, all passes together (default 600)")
     p.add_argument("--seed", type=int, default=0, help="order of the rounds, bootstrap")
-    p.add_argument("--same-cpu", action="store_true",
-                   help="time both sides of a round on one CPU (drawn per round): a VM's "
-                        "vCPUs drift apart, so this cancels it; kernels get one CPU")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds per worker task (compiling a case's passes, one burst)")
     p.add_argument("--json", help="results file (default: results/ab-<time>.json)")
@@ -40,7 +37,7 @@ def run(args) -> int:
 
     stack_a, stack_b = common.stacks_to_run([args.stack_a, args.stack_b])
     settings = common.judging_settings(args, min_rounds=args.min_rounds, budget_s=args.budget,
-                                       seed=args.seed, same_cpu=args.same_cpu)
+                                       seed=args.seed)
     case_list = common.cases_of(args)
     passes = cases.with_passes(common.split(args.passes))
     console = common.make_console()
@@ -53,6 +50,8 @@ def run(args) -> int:
     common.refuse_missing_gpu(out.records, args.device)
     console.print(ab_tables.ab_table(out.records))
     console.print(ab_tables.summary(out.records), soft_wrap=True)
+    for line in ab_tables.power_lines(out.records):
+        console.print(line, soft_wrap=True)
     for line in tables.problems(out.records):
         console.print(f"[yellow]![/yellow] {line}", soft_wrap=True)
     console.print(f"results: {path} ({tables.status_counts(out.records)})")

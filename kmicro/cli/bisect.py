@@ -75,8 +75,9 @@ def run(args) -> int:
         end = result.tested[0][1]
         console.print(f"no significant change between {result.good.sha[:10]} and "
                       f"{result.bad.sha[:10]}: ratio {end['ratio']:.3f}, 95% CI "
-                      f"{end['ci_low']:.3f}-{end['ci_high']:.3f}, minimum effect "
-                      f"{args.min_effect:.0%}; no commit named", soft_wrap=True)
+                      f"{end['ci_low']:.3f}-{end['ci_high']:.3f}, detectable effect "
+                      f"{end['mde']:.1%}, minimum effect {args.min_effect:.0%}; no commit named",
+                      soft_wrap=True)
         if not end["settled"]:
             console.print(f"  (after {end['rounds']} rounds the interval still reaches "
                           f"{end['ci_high'] - 1:+.1%}: a slowdown that small is not ruled out)",
@@ -90,10 +91,11 @@ def _table(result):
 
     table = Table(title=f"every tested commit against good {result.good.sha[:10]} "
                         f"({result.good.subject[:40]})")
-    for col in ("commit", "subject", "B/A", "95% CI", "verdict", "call", "rounds"):
-        table.add_column(col, justify="right" if col in ("B/A", "95% CI", "rounds") else "left")
+    for col in ("commit", "subject", "B/A", "95% CI", "MDE", "verdict", "call", "rounds"):
+        table.add_column(col, justify="right" if col in ("B/A", "95% CI", "MDE", "rounds")
+                         else "left")
     for commit, r in result.tested:
         table.add_row(commit.sha[:10], commit.subject[:44], f"{r['ratio']:.3f}",
-                      f"{r['ci_low']:.3f}-{r['ci_high']:.3f}", r["verdict"],
+                      f"{r['ci_low']:.3f}-{r['ci_high']:.3f}", f"{r['mde']:.1%}", r["verdict"],
                       r["call"] + ("" if r["settled"] else " (not settled)"), str(r["rounds"]))
     return table

@@ -6,6 +6,7 @@ the harness are imported inside the functions that use them, not here.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -35,7 +36,8 @@ def add_device_flag(parser):
 
 
 def add_judging_flags(parser, min_effect_help):
-    """--min-effect, --rounds, --processes: how `kmicro ab` and `kmicro bisect` judge a pair."""
+    """--min-effect, --rounds, --processes, --same-cpu: how `kmicro ab` and `kmicro bisect`
+    judge a pair."""
     parser.add_argument("--min-effect", type=float, default=0.03, help=min_effect_help)
     # Defaults as in kmicro.analysis.ab.Settings (not imported here: it loads the runner).
     parser.add_argument("--rounds", type=int, default=25, help="most rounds per comparison "
@@ -43,6 +45,11 @@ def add_judging_flags(parser, min_effect_help):
     parser.add_argument("--processes", type=int, default=5,
                         help="pairs of worker processes the rounds are split over (default 5): "
                              "each pair is a fresh sample of a process's own speed")
+    parser.add_argument("--same-cpu", action=argparse.BooleanOptionalAction, default=True,
+                        help="time both sides of a round on one CPU (on a larger machine, "
+                             "one half of the CPUs), drawn per round (default): a VM's vCPUs "
+                             "drift apart, and this cancels it; --no-same-cpu lets both "
+                             "sides use every CPU")
 
 
 def judging_settings(args, **more):
@@ -56,7 +63,7 @@ def judging_settings(args, **more):
     if not 1 <= args.processes <= args.rounds:
         raise UsageError("expected 1 <= --processes <= --rounds")
     return ab.Settings(min_effect=args.min_effect, max_rounds=args.rounds,
-                       processes=args.processes, **more)
+                       processes=args.processes, same_cpu=args.same_cpu, **more)
 
 
 def add_run_flags(parser, command, stacks_help=STACKS_HELP, jit_help=JIT_HELP, quick_help=None,

@@ -320,9 +320,11 @@ def ab_findings(ab_records) -> list:
         same = sum(r["verdict"] == "same" for r in judged)
         doubtful = sum(unsure(r) for r in judged)
         mde = statistics.median(r["mde"] for r in judged)
+        effect = judged[0].get("min_effect", 0.03)
+        resolved = sum(r["mde"] <= r.get("min_effect", 0.03) for r in judged)
         summary = "; ".join(parts) if parts else "no pass differs"
         out.append(Finding(f"{b} vs {a}: {summary}; {same} same"
                            + (f" ({doubtful} unsure)" if doubtful else "")
-                           + f", of {len(judged)} compared (median detectable effect {mde:.1%}).",
-                           "ab"))
+                           + f", of {len(judged)} compared (median detectable effect {mde:.1%}; "
+                           f"{resolved} of {len(judged)} resolved {effect:.0%}).", "ab"))
     return out

@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from html import escape
 
-from kmicro.report.ab_tables import by_effect, summary, verdict_label
-from kmicro.report.html.markup import cell, seconds, table
+from kmicro.report.ab_tables import by_effect, power_lines, summary, verdict_label
+from kmicro.report.html.markup import bullets, cell, seconds, table
 from kmicro.report.tables import PASS_LABELS, short_case
 
 __all__ = ["section"]
@@ -27,8 +27,9 @@ def section(recs) -> str:
              "no change shown, but the interval still reaches one of the minimum effect; MDE: "
              "the smallest change these rounds resolve.</p>"]
     for (a, b), pair in by_pair.items():
+        power = [line.strip() for line in power_lines(pair)]
         parts.append(f"<h3>{escape(b)} vs {escape(a)}</h3><p>{escape(summary(pair))}</p>"
-                     + table(HEADER, [_row(r) for r in by_effect(pair)]))
+                     + bullets(power) + table(HEADER, [_row(r) for r in by_effect(pair)]))
     return "".join(parts)
 
 
