@@ -266,10 +266,10 @@ def _base(sides, case_id, pass_name, rec_a, rec_b) -> dict:
 
 def _record(sides, key, pair, settings) -> dict:
     record = _base(sides, key[0], key[1], *pair.prepared)
+    sets = placement.halves(settings.same_cpu)
     record.update(status="ok", max_rel_err=max(r["max_rel_err"] for r in pair.prepared),
-                  compile_s=pair.prepared[1]["compile_s"],
-                  same_cpu=bool(placement.halves(settings.same_cpu)),
-                  cpu_sets=[sorted(s) for s in placement.halves(settings.same_cpu)],
+                  compile_s=pair.prepared[1]["compile_s"], same_cpu=bool(sets),
+                  cpu_sets=[sorted(s) for s in sets],
                   **_judged(pair.times, pair.groups, settings.min_effect))
     return record
 
