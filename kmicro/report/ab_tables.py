@@ -9,18 +9,27 @@ from rich.table import Table
 from kmicro.analysis import ab, ab_stats
 from kmicro.report.tables import PASS_LABELS, format_time, short_case
 
-__all__ = ["VERDICT_STYLE", "by_effect", "ab_table", "summary", "power_lines", "unsure",
-           "verdict_label"]
+__all__ = ["VERDICT_STYLE", "by_effect", "ab_table", "summary", "power_lines", "min_effect_of",
+           "resolved", "unsure", "verdict_label"]
 
 VERDICT_STYLE = {"slower": "bold red", "faster": "bold green", "same": ""}
+
+
+def min_effect_of(record) -> float:
+    """The minimum effect a record was judged against (older files: the default)."""
+    return record.get("min_effect", ab.Settings.min_effect)
+
+
+def resolved(record) -> bool:
+    """Its rounds could resolve the minimum effect: MDE at most that."""
+    return record["mde"] <= min_effect_of(record)
 
 
 def unsure(record) -> bool:
     """A `same` whose 95 % interval still reaches a change of the minimum effect."""
     judged = ab_stats.Comparison(record["ratio"], record["ci_low"], record["ci_high"],
                                  record.get("rounds", 0))
-    min_effect = record.get("min_effect", ab.Settings.min_effect)
-    return record["verdict"] == "same" and not judged.conclusive(min_effect)
+    return record["verdict"] == "same" and not judged.conclusive(min_effect_of(record))
 
 
 def verdict_label(record) -> str:
@@ -71,27 +80,23 @@ def summary(records) -> str:
     return text + (f"; {failed} not compared (see below)" if failed else "")
 
 
-def _min_effect(record) -> float:
-    return record.get("min_effect", ab.Settings.min_effect)
-
-
 def power_lines(records, most=8) -> list:
     """How many passes resolved the minimum effect (MDE at most it), then the ones that did
     not, widest first (at most `most`), each with the rounds it would take."""
     measured = [r for r in records if r["status"] == "ok"]
     if not measured:
         return []
-    effect = _min_effect(measured[0])
-    short = sorted((r for r in measured if r["mde"] > _min_effect(r)), key=lambda r: -r["mde"])
+    effect = min_effect_of(measured[0])
+    short = sorted((r for r in measured if not resolved(r)), key=lambda r: -r["mde"])
     lines = [f"power: {len(measured) - len(short)} of {len(measured)} passes resolved the "
              f"minimum effect of {effect:.0%} (MDE at most that)"
              + ("" if short else "; every verdict can be read at that size")]
     for r in short[:most]:
-        needed = ab_stats.rounds_needed(r["mde"], r["rounds"], _min_effect(r))
+        needed = ab_stats.rounds_needed(r["mde"], r["rounds"], min_effect_of(r))
         label = f"{r.get('op') or ''} {short_case(r['case'])}".strip()
         lines.append(f"  {label} {PASS_LABELS.get(r['pass'], r['pass'])}: MDE {r['mde']:.1%} "
                      f"after {r['rounds']} rounds; "
-                     + (f"about {needed} rounds would resolve {_min_effect(r):.0%} (--rounds)"
+                     + (f"about {needed} rounds would resolve {min_effect_of(r):.0%} (--rounds)"
                         if needed else "no number of rounds resolves a minimum effect of 0"))
     if len(short) > most:
         lines.append(f"  and {len(short) - most} more (each record's `rounds_needed`)")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from kmicro.core.records import kind_of
 from kmicro.models import published
 from kmicro.report import tables
-from kmicro.report.ab_tables import unsure
+from kmicro.report.ab_tables import min_effect_of, resolved, unsure
 
 __all__ = ["Finding", "ab_findings", "anchor", "for_records", "model_findings", "op_findings"]
 
@@ -320,11 +320,11 @@ def ab_findings(ab_records) -> list:
         same = sum(r["verdict"] == "same" for r in judged)
         doubtful = sum(unsure(r) for r in judged)
         mde = statistics.median(r["mde"] for r in judged)
-        effect = judged[0].get("min_effect", 0.03)
-        resolved = sum(r["mde"] <= r.get("min_effect", 0.03) for r in judged)
+        effect = min_effect_of(judged[0])
+        fine = sum(resolved(r) for r in judged)
         summary = "; ".join(parts) if parts else "no pass differs"
         out.append(Finding(f"{b} vs {a}: {summary}; {same} same"
                            + (f" ({doubtful} unsure)" if doubtful else "")
                            + f", of {len(judged)} compared (median detectable effect {mde:.1%}; "
-                           f"{resolved} of {len(judged)} resolved {effect:.0%}).", "ab"))
+                           f"{fine} of {len(judged)} resolved {effect:.0%}).", "ab"))
     return out
