@@ -50,6 +50,14 @@ def cached(key, build):
     return value
 
 
+def named_cases() -> list:
+    """The cases whose ids KMICRO_ASV_CASES names (';' between ids: ids hold commas)."""
+    from kmicro.core import cases
+
+    ids = (os.environ.get("KMICRO_ASV_CASES") or "").split(";")
+    return [cases.parse_id(i) for i in ids if i.strip()]
+
+
 def skip(reason):
     """asv reports a benchmark that raises NotImplementedError in setup as skipped, not failed."""
     return NotImplementedError(reason)

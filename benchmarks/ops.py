@@ -1,18 +1,24 @@
 """asv suite: one layer case, one pass, on the stack of this environment (KERAS_BACKEND).
 
-Parameters are kmicro's catalog case ids (both layouts) and passes; they are the history's
-keys, so they never change spelling (kmicro/core/cases.py). A pass is built, compiled and checked
+Parameters are kmicro's case ids (catalog KMICRO_ASV_CATALOG, default `all`: the seed layers
+and Keras' layer benchmark, both layouts; plus any case ids in KMICRO_ASV_CASES, separated by
+';') and passes; they are the history's keys, so they never change spelling
+(kmicro/core/cases.py). A pass is built, compiled and checked
 against the float64 reference once per process; `time_pass` times one synchronised call
 (`backward` = forward+backward, as in `kmicro ops`). A combination the stack cannot run
 (numpy backward, TensorFlow's channels_first conv on a CPU) is skipped, a wrong result fails.
 """
+import os
+
 from kmicro.backends.base import UnsupportedPass
 from kmicro.core import cases, timing
-from kmicro.harness.jobs.op import TOLERANCE, CaseData, check
+from kmicro.harness.jobs.op import CaseData, check
 
-from .common import adapter, cached, skip
+from .common import adapter, cached, named_cases, skip
 
-CASES = {c.id: c for fmt in cases.DATA_FORMATS for c in cases.default_catalog(fmt)}
+CATALOG = os.environ.get("KMICRO_ASV_CATALOG") or "all"
+CASES = {c.id: c for fmt in cases.DATA_FORMATS for c in cases.catalog(CATALOG, fmt)}
+CASES.update((c.id, c) for c in named_cases())
 
 
 def prepared(case_id, pass_name):
@@ -21,17 +27,16 @@ def prepared(case_id, pass_name):
 
 
 def _prepare(case, pass_name):
-    data = CaseData(case, seed=0)
     try:
+        data = CaseData(case, 0, adapter())
         ready = adapter().prepare(case, pass_name, *data)
         out, compile_s = timing.first_call(ready.step, ready.sync)
     except UnsupportedPass as exc:
         raise skip(str(exc)) from None
-    device = ready.device_of(out)
-    err = check(case, pass_name, data, ready.outputs(out))
-    if not err <= TOLERANCE[device]:
+    err, tolerance, against = check(case, pass_name, data, ready.outputs(out), ready.device_of(out))
+    if not err <= tolerance:
         raise AssertionError(f"{case.id} {pass_name}: max relative error {err:.3g} against the "
-                             "float64 reference; not timed")
+                             f"{against}; not timed")
     return ready, compile_s
 
 

@@ -20,13 +20,13 @@ from pathlib import Path
 from kmicro.core import cases
 from kmicro.core.stacks import Stack, all_stacks
 
-from .common import BACKEND, FAMILY, skip
+from .common import BACKEND, FAMILY, named_cases, skip
 
 # The seed layers, forward and forward+backward: small enough for every night.
-# KMICRO_ASV_OPS narrows it (tests: one layer).
+# KMICRO_ASV_OPS narrows it (tests: one layer); KMICRO_ASV_CASES adds any case ids (';').
 OPS = tuple((os.environ.get("KMICRO_ASV_OPS") or "conv2d,batchnorm,maxpool,dense").split(","))
 PASSES = ("forward", "backward")
-SELECTION = cases.select(OPS, data_format="auto")
+SELECTION = list(dict.fromkeys(cases.select(OPS, data_format="auto") + named_cases()))
 REFERENCE = os.environ.get("KMICRO_ASV_REFERENCE") or f"asv-ref-{BACKEND}"
 # A history point is one estimate per commit. Both sides of every round run on one CPU
 # (`kmicro ab --same-cpu`): this VM's vCPUs change speed apart from each other, and worker

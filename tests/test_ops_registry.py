@@ -6,8 +6,9 @@ from kmicro.core import cases, flops, ops
 
 def test_registry_order_is_append_only():
     # The CLI's and the reports' op order: append new ops, never reorder.
-    assert list(ops.OPS) == ["conv2d", "batchnorm", "maxpool", "avgpool", "dense", "activation",
-                             "add", "dropout", "flatten"]
+    assert list(ops.OPS)[:9] == ["conv2d", "batchnorm", "maxpool", "avgpool", "dense",
+                                 "activation", "add", "dropout", "flatten"]
+    assert list(ops.OPS)[9:12] == ["elu", "prelu", "relu"] and len(ops.OPS) == 72
     assert ops.OPS["batchnorm"] == "BatchNormalization" and cases.OPS is ops.OPS
 
 
@@ -15,6 +16,7 @@ def test_every_registered_op_is_complete():
     for name, layer in ops.OPS.items():
         op = ops.get(name)
         assert isinstance(op, ops.Op) and op.name == name and op.layer == layer
+        assert op.family in ops.FAMILIES
     with pytest.raises(ValueError, match="registered: conv2d, batchnorm"):
         ops.get("conv3d")
 

@@ -23,7 +23,8 @@ def add_parser(subparsers):
                    help="the stack whose pins and backend every tested commit gets")
     p.add_argument("--package", required=True, help="the package the repository builds")
     p.add_argument("--case", required=True, metavar="ID",
-                   help="a catalog case id, e.g. 'batchnorm()@32x32x32x16/cl'")
+                   help="a case id, in the catalog or not, e.g. 'batchnorm()@32x32x32x16/cl' "
+                        "(`kmicro ops --list` prints the catalog's)")
     p.add_argument("--pass", dest="pass_name", default="forward", choices=cases.PASSES)
     common.add_judging_flags(p, "smallest slowdown worth finding, as a fraction (default 0.03)")
     p.add_argument("--extend", type=int, default=2, metavar="N",
@@ -39,10 +40,7 @@ def run(args) -> int:
     from kmicro.core import records
     from kmicro.core.errors import UsageError
 
-    catalog = {c.id: c for c in cases.select(data_format="both")}
-    if args.case not in catalog:
-        raise UsageError(f"unknown case {args.case!r}; valid: catalog ids such as "
-                         + ", ".join(list(catalog)[:3]) + " (kmicro ops --json lists them)")
+    case = cases.parse_id(args.case)
     settings = common.judging_settings(args)
     if not 0 <= args.extend <= 10:
         raise UsageError("expected 0 <= --extend <= 10")
@@ -54,7 +52,7 @@ def run(args) -> int:
         kept[0].append(record)
 
     result = bisect.run(args.repo, args.good, args.bad, args.base, args.package,
-                        catalog[args.case], args.pass_name,
+                        case, args.pass_name,
                         common.run_options(args, timeout_s=300.0), settings,
                         lambda text: print(f"kmicro bisect: {text}", file=sys.stderr, flush=True),
                         keep, extend=args.extend)

@@ -176,12 +176,24 @@ def stacks_to_run(names, train=False) -> list:
 
 
 def add_case_flags(parser):
-    """--ops, --passes, --shapes, --set and --data-format: which layer cases and passes."""
-    parser.add_argument("--ops", help=f"comma list of {','.join(cases.OPS)} (default: all)")
+    """--catalog, --ops, --case, --layer, --passes, --shapes, --set and --data-format: which
+    layer cases and passes."""
+    parser.add_argument("--catalog", default="seed", choices=cases.CATALOGS,
+                        help="seed: the seed models' layers (default); keras: one case per "
+                             "class of Keras' layer benchmark; all: both")
+    parser.add_argument("--ops", help="comma list of ops (default: the catalog's); "
+                                      "`kmicro ops --list` prints them with their case ids")
+    parser.add_argument("--case", action="append", metavar="ID",
+                        help="one case by its id, in the catalog or not (repeatable), e.g. "
+                             "'conv2d(filters=8,kernel_size=1,padding=same)@32x16x16x8/cl'")
+    parser.add_argument("--layer", metavar="MODULE:CLASS(KEY=VALUE,...)",
+                        help="your own Keras layer class with its arguments, at --shapes, "
+                             "e.g. 'mypkg.layers:MyLayer(units=64)'")
     parser.add_argument("--passes", default=",".join(cases.PASSES),
                         help=f"comma list of {','.join(cases.PASSES)}")
     parser.add_argument("--shapes",
-                        help="N,H,W,C or N,F shapes separated by ';' (replaces the seeds')")
+                        help="input shapes, batch first, separated by ';' (N,F to N,D,H,W,C; "
+                             "each replaces the shapes of the cases of its rank)")
     parser.add_argument("--set", metavar="KEY=VALUE,...",
                         help="override layer options, e.g. filters=64,kernel_size=5,pool_size=3")
     parser.add_argument("--data-format", default="auto", choices=cases.LAYOUTS,
@@ -195,16 +207,36 @@ def stacks_and_cases(args) -> tuple:
 
 
 def cases_of(args) -> list:
-    """The layer cases of --ops, and of --shapes, --set and --data-format where the command
-    has them."""
+    """The layer cases of --catalog and --ops, or of --case and --layer, and of --shapes,
+    --set and --data-format where the command has them."""
     shapes = cases.parse_shapes(args.shapes) if getattr(args, "shapes", None) else None
+    named, layer = getattr(args, "case", None), getattr(args, "layer", None)
+    if named or layer:
+        return _named_cases(args, named or [], layer, shapes)
     overrides = cases.parse_overrides(args.set) if getattr(args, "set", None) else None
     case_list = cases.select(split(args.ops), getattr(args, "data_format", "auto"),
-                             shapes, overrides)
+                             shapes, overrides, getattr(args, "catalog", "seed"))
     if not case_list:
-        raise UsageError("no case matches these --ops/--shapes (N,H,W,C for spatial layers, "
-                         "N,F for dense)")
+        raise UsageError("no case matches these --ops/--shapes (each shape replaces those of "
+                         "the cases of its rank: N,H,W,C for 2-D layers, N,F for dense)")
     return case_list
+
+
+def _named_cases(args, ids, layer, shapes) -> list:
+    """--case ids and --layer (at every --shapes shape): exactly the cases named."""
+    clashing = [flag for flag, given in (
+        ("--ops", args.ops), ("--set", args.set), ("--catalog", args.catalog != "seed"),
+        ("--data-format", getattr(args, "data_format", "auto") != "auto")) if given]
+    if clashing or (shapes and not layer):
+        raise UsageError(f"--case names whole cases: drop {(clashing or ['--shapes'])[0]} "
+                         "(or use --ops instead of --case)")
+    found = [cases.parse_id(i) for i in ids]
+    if layer:
+        if not shapes:
+            raise UsageError("--layer needs --shapes: the input shape(s) to call it with, "
+                             "e.g. --shapes 32,128,64")
+        found += [cases.user_layer_case(layer, shape) for shape in shapes]
+    return list(dict.fromkeys(found))
 
 
 def run_options(args, **fields):

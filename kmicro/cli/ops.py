@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from kmicro.cli import common
-from kmicro.core import cases
+from kmicro.core import cases, ops
 
 __all__ = ["add_parser", "run"]
 
@@ -14,6 +14,9 @@ def add_parser(subparsers):
     common.add_case_flags(p)
     p.add_argument("--metric", default="time", choices=("time", "gflops", "gbps"))
     p.add_argument("--resume", action="store_true", help="skip cases already finished in --json")
+    p.add_argument("--list", action="store_true",
+                   help="print the selected case ids (with their family and reference) and "
+                        "exit, running nothing")
     return p
 
 
@@ -21,6 +24,11 @@ def run(args) -> int:
     from kmicro.core import records
     from kmicro.report import findings, tables
 
+    if args.list:
+        for case in common.cases_of(args):
+            op = ops.get(case.op)
+            print(f"{case.id}\t{op.family}\t{op.reference_kind}")
+        return 0
     chosen, case_list = common.stacks_and_cases(args)
     console = common.make_console()
     common.warn_if_busy(console)

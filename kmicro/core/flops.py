@@ -16,20 +16,29 @@ def _size(shape) -> int:
     return int(np.prod(shape))
 
 
-def forward_flops(case) -> int:
-    return ops.get(case.op).forward_flops(case, reference.output_shape(case))
+def forward_flops(case, out_shape=None, weight_shapes=None):
+    """`out_shape` and `weight_shapes`: from the built layer, for ops checked against a
+    float64 twin (the others compute them); None where a layer has no textbook count."""
+    op = ops.get(case.op)
+    if op.reference_kind == ops.FLOAT64_TWIN:
+        return op.forward_flops(case, out_shape, weight_shapes)
+    return op.forward_flops(case, reference.output_shape(case))
 
 
-def flops(case, pass_name) -> int:
+def flops(case, pass_name, out_shape=None, weight_shapes=None):
     """FLOPs of one call of the pass; backward (dx and dW) costs about twice the forward."""
-    f = forward_flops(case)
+    f = forward_flops(case, out_shape, weight_shapes)
+    if f is None:
+        return None
     return 3 * f if pass_name == "backward" else f
 
 
-def bytes_moved(case, pass_name) -> int:
+def bytes_moved(case, pass_name, out_shape=None, weight_shapes=None) -> int:
     itemsize = np.dtype(case.dtype).itemsize
-    tensors = case.n_inputs * _size(case.input_shape) + _size(reference.output_shape(case))
-    weights = sum(_size(s) for s in reference.weight_shapes(case))
+    if out_shape is None:
+        out_shape, weight_shapes = reference.output_shape(case), reference.weight_shapes(case)
+    tensors = case.n_inputs * _size(case.input_shape) + _size(out_shape)
+    weights = sum(_size(s) for s in weight_shapes)
     total = tensors + weights
     # backward also reads dy and writes dx and dW
     return itemsize * (2 * total + tensors if pass_name == "backward" else total)

@@ -14,7 +14,7 @@ from kmicro.core import ops
 from kmicro.core.ops import batchnorm
 
 __all__ = ["BN_EPSILON", "compute", "make_dy", "make_inputs", "make_weights", "max_rel_err",
-           "output_shape", "weight_shapes"]
+           "output_shape", "probe", "weight_shapes"]
 
 BN_EPSILON = batchnorm.EPSILON
 
@@ -28,15 +28,16 @@ def weight_shapes(case) -> list:
     return ops.get(case.op).weight_shapes(case)
 
 
-def make_weights(case, seed=0) -> list:
+def make_weights(case, seed=0, shapes=None) -> list:
+    """Seeded weights; `shapes` for ops whose weight shapes only the built layer knows."""
     rng = _rng(case, seed, 1)
-    weights = ops.get(case.op).init_weights(rng, weight_shapes(case))
+    weights = ops.get(case.op).init_weights(rng, weight_shapes(case) if shapes is None else shapes)
     return [w.astype(case.dtype) for w in weights]
 
 
 def make_inputs(case, seed=0) -> list:
-    rng = _rng(case, seed, 2)
-    return [rng.normal(0, 1, case.input_shape).astype(case.dtype) for _ in range(case.n_inputs)]
+    inputs = ops.get(case.op).make_inputs(_rng(case, seed, 2), case)
+    return [x.astype(case.dtype) for x in inputs]
 
 
 def make_dy(case, out_shape, seed=0):
@@ -79,6 +80,18 @@ def output_shape(case) -> tuple:
     weights = [np.zeros(s) for s in weight_shapes(case)]
     y, _ = compute(one, zeros, weights, training=False)
     return (case.input_shape[0],) + y.shape[1:]
+
+
+def probe(arrays) -> list:
+    """[dot with a fixed pseudo-random array, L2 norm] of each array: a short fingerprint
+    that records from different stacks can be compared by (the float64 twins' outputs
+    must agree across backends: findings "disagree")."""
+    out = []
+    for a in arrays:
+        a = np.asarray(a, np.float64)
+        weights = np.random.RandomState(a.size % 2**32).normal(0, 1, a.shape)
+        out.append([float((a * weights).sum()), float(np.sqrt((a * a).sum()))])
+    return out
 
 
 def max_rel_err(got, want) -> float:

@@ -55,8 +55,8 @@ def for_records(records, peaks=None) -> list:
 def op_findings(ops, peaks=None) -> list:
     if not ops:
         return []
-    return (_failures(ops) + _slowest(ops) + _dispatch(ops) + _backward(ops) + _layouts(ops)
-            + _roofline(ops, peaks))
+    return (_failures(ops) + _disagreements(ops) + _slowest(ops) + _dispatch(ops)
+            + _backward(ops) + _layouts(ops) + _roofline(ops, peaks))
 
 
 def _t(seconds) -> str:
@@ -99,6 +99,45 @@ def _failures(ops) -> list:
     return [Finding(text, "problems", problem=True)]
 
 
+AGREEMENT = 1e-5  # float64 twins of one layer on two backends: rounding differs at ~1e-14
+
+
+def _disagreements(ops) -> list:
+    """Layers checked against their float64 twin, whose twins' outputs differ between stacks
+    of one Keras major version: the twin check cannot see a backend computing a layer
+    differently (it is that backend's own layer), this comparison does."""
+    groups = OrderedDict()
+    for r in ops:
+        if r["status"] == "ok" and r.get("reference_probe"):
+            major = str((r.get("versions") or {}).get("keras", "?")).split(".")[0]
+            groups.setdefault((r["case"], r["pass"], major), []).append(r)
+    out = []
+    for (case, pass_name, _), found in groups.items():
+        first = found[0]
+        for other in found[1:]:
+            gap = _probe_gap(first["reference_probe"], other["reference_probe"])
+            if gap > AGREEMENT:
+                out.append(Finding(
+                    f"{case.split('(')[0]}: {first['stack']} and {other['stack']} compute "
+                    f"different {tables.PASS_LABELS[pass_name]} results for "
+                    f"{_case(first)} (float64, relative difference {gap:.2g}): one of "
+                    "them computes this layer differently.", anchor("op", case.split("(")[0]),
+                    problem=True))
+                break
+    return out
+
+
+def _probe_gap(a, b) -> float:
+    """Largest relative difference between two records' reference probes."""
+    if len(a) != len(b):
+        return float("inf")
+    gap = 0.0
+    for (dot_a, norm_a), (dot_b, norm_b) in zip(a, b):
+        scale = max(abs(norm_a), abs(norm_b), 1e-300)
+        gap = max(gap, abs(dot_a - dot_b) / scale, abs(norm_a - norm_b) / scale)
+    return gap
+
+
 def _rows_by_op(ops) -> "OrderedDict":
     by_op = OrderedDict()
     for case, pass_name, by_stack in tables.case_rows(ops):
@@ -109,7 +148,7 @@ def _rows_by_op(ops) -> "OrderedDict":
 
 def _slowest(ops) -> list:
     """Per layer type: the widest gap between the slowest and the fastest stack of one row,
-    and which stack is slowest most often."""
+    and which stack is slowest most often; the layers with the widest gaps first."""
     out = []
     for op, rows in _rows_by_op(ops).items():
         widest, slowest_count, compared = None, Counter(), 0
@@ -128,11 +167,11 @@ def _slowest(ops) -> list:
         ratio, slow, fast = widest
         stack, n = slowest_count.most_common(1)[0]
         noise = "" if _apart(slow, fast) else " (within noise)"
-        out.append(Finding(
+        out.append((ratio, Finding(
             f"{op}: {slow['stack']} is {ratio:.3g}x slower than {fast['stack']} at "
             f"{_where(slow)} ({_t(slow['median_s'])} vs {_t(fast['median_s'])}){noise}; "
-            f"{stack} is the slowest in {n} of {compared} {op} rows.", anchor("op", op)))
-    return out
+            f"{stack} is the slowest in {n} of {compared} {op} rows.", anchor("op", op))))
+    return [f for _, f in sorted(out, key=lambda pair: -pair[0])]
 
 
 def _dispatch(ops) -> list:

@@ -1,4 +1,5 @@
-"""Terminal tables of op results: one table per layer, rows = case x pass, columns = stacks."""
+"""Terminal tables of op results: one table per layer family, rows = layer x case x pass,
+columns = stacks."""
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -6,7 +7,8 @@ from collections import OrderedDict
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["METRICS", "NOISE", "PASS_LABELS", "QUIET", "case_rows", "format_time", "json_key",
+__all__ = ["METRICS", "NOISE", "PASS_LABELS", "QUIET", "case_rows", "family_of", "format_time",
+           "json_key",
            "layout_pairs", "layout_table", "metric_value", "ops_tables", "problems",
            "short_case", "stack_device", "stack_names", "status_counts"]
 
@@ -73,21 +75,37 @@ def _cell(record, metric, best) -> Text:
     return Text(f"{mark}{text} ({ratio:.2g}x)", style="bold green" if ratio == 1 else "")
 
 
+def family_of(record) -> str:
+    """The layer family a record is reported under (records before families: from its op)."""
+    if record.get("family"):
+        return record["family"]
+    from kmicro.core import ops
+
+    try:
+        return ops.get(record.get("op") or record["case"].split("(")[0]).family
+    except ValueError:
+        return "other"
+
+
 def ops_tables(records, metric="time") -> list:
-    """One rich Table per op; cells are the median with the ratio to the best stack."""
+    """One rich Table per layer family, in Keras' family order; cells are the median with
+    the ratio to the best stack."""
+    from kmicro.core import ops
+
     stacks = stack_names(records)
     devices = {s: stack_device(records, s) for s in stacks}
     tables = OrderedDict()
     for case, pass_name, by_stack in case_rows(records):
-        op = case.split("(")[0]
-        if op not in tables:
-            tables[op] = _new_table(op, stacks, devices, metric)
+        family = family_of(next(iter(by_stack.values())))
+        if family not in tables:
+            tables[family] = _new_table(family, stacks, devices, metric)
         values = [v for v in (metric_value(by_stack.get(s) or {"status": "-"}, metric)
                               for s in stacks) if v]
         best = (min(values) if metric == "time" else max(values)) if values else None
-        tables[op].add_row(short_case(case), PASS_LABELS[pass_name],
-                           *[_cell(by_stack.get(s), metric, best) for s in stacks])
-    return list(tables.values())
+        tables[family].add_row(case.split("(")[0], short_case(case), PASS_LABELS[pass_name],
+                               *[_cell(by_stack.get(s), metric, best) for s in stacks])
+    order = {f: i for i, f in enumerate(ops.FAMILIES + ("user",))}
+    return [tables[f] for f in sorted(tables, key=lambda f: order.get(f, len(order)))]
 
 
 def stack_device(records, stack) -> str:
@@ -95,10 +113,12 @@ def stack_device(records, stack) -> str:
     return "/".join(devices) or "?"
 
 
-def _new_table(op, stacks, devices, metric) -> Table:
+def _new_table(family, stacks, devices, metric) -> Table:
     unit = {"time": "median time (ratio to fastest)", "gflops": "GFLOP/s (ratio to best)",
             "gbps": "GB/s (ratio to best)"}[metric]
-    table = Table(title=f"{op} — {unit}; ~ = noisy (IQR/median > 10%)", title_justify="left")
+    table = Table(title=f"{family} — {unit}; ~ = noisy (IQR/median > 10%)",
+                  title_justify="left")
+    table.add_column("layer")
     table.add_column("case")
     table.add_column("pass")
     for s in stacks:
@@ -115,14 +135,17 @@ def short_case(case_id: str) -> str:
 
 
 def problems(records) -> list:
-    """One line per record that is not ok (unsupported passes summarised once per stack)."""
+    """One line per record that is not ok (unsupported passes summarised once per stack and
+    reason)."""
     lines, unsupported = [], OrderedDict()
     for r in records:
         if r["status"] == "unsupported":
-            unsupported.setdefault(r["stack"], r["error"])
+            unsupported.setdefault((r["stack"], r["error"]), set()).add(r["case"])
         elif r["status"] != "ok":
             lines.append(f"{r['stack']} {r['case']} {r['pass']}: {r['status']}: {r['error']}")
-    lines += [f"{s}: unsupported: {e}" for s, e in unsupported.items()]
+    for (stack, error), found in unsupported.items():
+        where = f" ({len(found)} cases)" if len(found) > 1 else ""
+        lines.append(f"{stack}: unsupported{where}: {error}")
     return lines
 
 

@@ -68,6 +68,7 @@ def described(optimizer):
 
 class Adapter(adapter.Adapter):
     family = "keras1"
+    layer_io = float64_twin = None  # the seed layers only (their Keras 2 names translate)
     model_kind = "a Keras 1 model (keras.models.Model)"
     build_layer = staticmethod(build_layer)
     build_spec = staticmethod(build_spec)

@@ -16,6 +16,7 @@ import numpy as np
 from kmicro.backends.base import FamilyAdapter, Prepared, cpu_name
 from kmicro.backends.keras2 import backend, layers, models
 from kmicro.backends.keras2.backend import K, keras
+from kmicro.core import ops
 from kmicro.models.epoch import Trainer
 
 __all__ = ["Adapter"]
@@ -51,6 +52,12 @@ class Adapter(FamilyAdapter):
 
     def prepare(self, case, pass_name, weights, inputs, dy) -> Prepared:
         backend.fresh_graph()
+        op = ops.get(case.op)
+        if op.reference_kind == ops.FLOAT64_TWIN:
+            layer, xs, y = layers.built_alone(case, case.dtype, weights)
+            return self._compiled(layer, xs, y, pass_name, inputs, dy,
+                                  training=pass_name != "forward",
+                                  grad_inputs=not op.int_inputs)
         flip = self.impl.flips_kernels and case.op == "conv2d"
         layer, xs, y = self.build_layer(case, layers.flip_kernel(weights) if flip else weights)
         # The gradient of a flipped kernel is flipped back to the reference layout.
@@ -58,6 +65,26 @@ class Adapter(FamilyAdapter):
                 if flip and pass_name == "backward" else None)
         return self._compiled(layer, xs, y, pass_name, inputs, dy,
                               training=pass_name != "forward", kernel_back=back)
+
+    def layer_io(self, case) -> tuple:
+        """(weight shapes in Keras order, output shape) of a KerasLayer case's layer."""
+        backend.fresh_graph()
+        layer, _, y = layers.built_alone(case)
+        return [tuple(w.shape) for w in layer.get_weights()], tuple(K.int_shape(y))
+
+    def float64_twin(self, case, weights, inputs, training, dy=None) -> tuple:
+        """(y, grads or None) of the case's layer built in float64 with the same weights and
+        inputs (kmicro/core/ops/keras_layer.py)."""
+        backend.fresh_graph()
+        layer, xs, y = layers.built_alone(case, "float64", weights)
+        kind = "int32" if ops.get(case.op).int_inputs else "float64"
+        feed = [np.asarray(x).astype(kind) for x in inputs]
+        dy64 = None if dy is None else np.asarray(dy, np.float64)
+        prepared = self._compiled(layer, xs, y, "forward" if dy is None else "backward", feed,
+                                  dy64, training, grad_inputs=kind == "float64")
+        out, grads = prepared.outputs(prepared.step())
+        return np.asarray(out, np.float64), None if grads is None else [
+            np.asarray(g, np.float64) for g in grads]
 
     @staticmethod
     def kernel_to_reference(case, gradient):
@@ -71,13 +98,16 @@ class Adapter(FamilyAdapter):
         layer, xs, y = layers.rebuild(original, described, inputs)
         return self._compiled(layer, xs, y, pass_name, inputs, dy, training=True)
 
-    def _compiled(self, layer, xs, y, pass_name, inputs, dy, training, kernel_back=None):
+    def _compiled(self, layer, xs, y, pass_name, inputs, dy, training, kernel_back=None,
+                  grad_inputs=True):
         """`kernel_back`: (index among the gradients, function) that brings the kernel's
-        gradient back to the reference layout."""
+        gradient back to the reference layout; `grad_inputs` False: the weights' gradients
+        only (integer inputs)."""
         outputs = [y]
         if pass_name == "backward":
             # dy lives in a variable: no per-call host copy, no constant folding into the graph.
-            outputs += K.gradients(K.sum(y * K.variable(dy)), xs + layer.trainable_weights)
+            wrt = (xs if grad_inputs else []) + layer.trainable_weights
+            outputs += K.gradients(K.sum(y * K.variable(dy, dtype=str(dy.dtype))), wrt)
         fn_inputs, feed = list(xs), list(inputs)
         if _uses_learning_phase(y):
             fn_inputs.append(K.learning_phase())

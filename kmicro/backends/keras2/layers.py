@@ -2,9 +2,13 @@
 model's layer rebuilt from its config (attribution) at the shapes it was called with."""
 from __future__ import absolute_import
 
-from kmicro.backends.keras2.backend import K, keras
+import importlib
 
-__all__ = ["build", "rebuild", "flip_kernel", "flip_kernel_gradient"]
+from kmicro.backends.base import UnsupportedPass
+from kmicro.backends.keras2.backend import K, keras
+from kmicro.core import ops
+
+__all__ = ["build", "built_alone", "rebuild", "flip_kernel", "flip_kernel_gradient"]
 
 
 def build(case, weights, make_layer=None):
@@ -22,6 +26,28 @@ def build(case, weights, make_layer=None):
             case.layer, got, want))
     if weights:
         layer.set_weights(weights)
+    return layer, xs, y
+
+
+def built_alone(case, dtype="float32", weights=None):
+    """(layer, input placeholders, output tensor) of a KerasLayer case in `dtype`, with
+    `weights` loaded when given; UnsupportedPass when this Keras has no such layer."""
+    op = ops.get(case.op)
+    module, _, name = op.class_path(case).partition(":")
+    make = getattr(importlib.import_module(module), name, None)
+    if make is None:
+        raise UnsupportedPass("Keras {} has no {}".format(keras.__version__, name))
+    kwargs = dict(case.layer_kwargs(), dtype=dtype)
+    if op.wrapped:
+        inner = getattr(keras.layers, op.wrapped)(**kwargs)
+        layer = make(inner, dtype=dtype)
+    else:
+        layer = make(**kwargs)
+    kind = "int32" if op.int_inputs else dtype
+    xs = [K.placeholder(shape=tuple(case.input_shape), dtype=kind) for _ in range(case.n_inputs)]
+    y = layer(xs if case.n_inputs > 1 else xs[0])
+    if weights is not None:
+        layer.set_weights([w.astype(dtype) for w in weights])
     return layer, xs, y
 
 

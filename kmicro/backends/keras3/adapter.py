@@ -8,9 +8,11 @@ catalog (`prepare`) or from a model (`layer_pass`), so both are timed alike.
 from __future__ import annotations
 
 import keras
+import numpy as np
 
 from kmicro.backends.base import FamilyAdapter, Prepared, UnsupportedPass, cpu_name
 from kmicro.backends.keras3 import backend, layers, models
+from kmicro.core import ops
 from kmicro.models.epoch import Trainer
 
 __all__ = ["Adapter"]
@@ -45,8 +47,33 @@ class Adapter(FamilyAdapter):
         return layers.build(case, weights)
 
     def prepare(self, case, pass_name, weights, inputs, dy) -> Prepared:
-        layer = self.build(case, weights)
-        return self._compiled(layer, pass_name, inputs, dy, training=pass_name == "forward_train")
+        op = ops.get(case.op)
+        if op.reference_kind == ops.FLOAT64_TWIN:
+            layer, _ = layers.built_alone(case, case.dtype, weights)
+            inputs = layers.inputs_of(case, inputs, case.dtype)
+        else:
+            layer = self.build(case, weights)
+        return self._compiled(layer, pass_name, inputs, dy, training=pass_name == "forward_train",
+                              op=op)
+
+    def layer_io(self, case) -> tuple:
+        """(weight shapes in Keras order, output shape) of a KerasLayer case's layer."""
+        layer, out_shape = layers.built_alone(case)
+        return [tuple(w.shape) for w in layer.get_weights()], out_shape
+
+    def float64_twin(self, case, weights, inputs, training, dy=None) -> tuple:
+        """(y, grads or None) of the case's layer built in float64, with the same weights and
+        inputs, through the same backend calls as the timed pass: the reference of layers
+        without a NumPy one (kmicro/core/ops/keras_layer.py)."""
+        with self.impl.float64_context():
+            layer, _ = layers.built_alone(case, "float64", weights)
+            xs = layers.inputs_of(case, inputs, "float64")
+            dy64 = None if dy is None else np.asarray(dy, np.float64)
+            pass_name = "forward" if dy is None else "backward"
+            prepared = self._compiled(layer, pass_name, xs, dy64, training, ops.get(case.op))
+            y, grads = prepared.outputs(prepared.sync(prepared.step()))
+        as64 = lambda a: np.asarray(a, np.float64)  # noqa: E731
+        return as64(y), None if grads is None else [as64(g) for g in grads]
 
     def layer_pass(self, model, described, pass_name, inputs, dy) -> Prepared:
         """One model layer, rebuilt alone; its forward runs in training mode, as in the step."""
@@ -54,12 +81,16 @@ class Adapter(FamilyAdapter):
         layer = layers.rebuild(original, described, inputs)
         return self._compiled(layer, pass_name, inputs, dy, training=True)
 
-    def _compiled(self, layer, pass_name, inputs, dy, training) -> Prepared:
+    def _compiled(self, layer, pass_name, inputs, dy, training, op=None) -> Prepared:
+        """`op`: how the layer takes several inputs (positionally or as a list) and whether
+        they have a gradient (not Embedding's integer ids)."""
+        positional = bool(op and op.positional)
         xs = [self.impl.to_device(x) for x in inputs]
         if pass_name == "backward":
-            step = self.impl.fwd_bwd(layer, xs, self.impl.to_device(dy))
+            step = self.impl.fwd_bwd(layer, xs, self.impl.to_device(dy), positional,
+                                     grad_inputs=not getattr(op, "int_inputs", None))
         else:
-            step = self.impl.forward(layer, xs, training)
+            step = self.impl.forward(layer, xs, training, positional)
         return Prepared(step=step, sync=self.impl.synchroniser(),
                         outputs=self._outputs, device_of=self.impl.device_of)
 

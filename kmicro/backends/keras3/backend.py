@@ -6,6 +6,7 @@ package's namespace as soon as it is imported, a trap for any `import numpy` the
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 
@@ -14,7 +15,8 @@ import numpy as np
 BACKEND = os.environ.get("KERAS_BACKEND", "tensorflow")
 import keras  # noqa: E402  (backend must be chosen first)
 
-__all__ = ["BACKEND", "Backend", "load", "call_arg", "training_kwarg", "first", "returned"]
+__all__ = ["BACKEND", "Backend", "load", "call_arg", "call_args", "training_kwarg", "first",
+           "returned"]
 
 # Keras backend name -> "module:class" inside this package.
 _BACKENDS = {"tensorflow": "tensorflow_backend:TensorFlow", "jax": "jax_backend:Jax",
@@ -24,8 +26,10 @@ _BACKENDS = {"tensorflow": "tensorflow_backend:TensorFlow", "jax": "jax_backend:
 class Backend:
     """What differs per backend: placement, compilation, gradients, sync, device.
 
-    Subclasses add `forward(layer, xs, training)` and `fwd_bwd(layer, xs, dy)`, each returning
-    the pass as a call without arguments. It is the compiled function itself with its arrays
+    Subclasses add `forward(layer, xs, training, positional)` and `fwd_bwd(layer, xs, dy,
+    positional, grad_inputs)`, each returning the pass as a call without arguments
+    (`positional`: several inputs go in as positional arguments, not as one list;
+    `grad_inputs` False: gradients of the weights only, for integer inputs). It is the compiled function itself with its arrays
     bound (functools.partial), so kmicro adds no Python frame to the timed call: on this
     project's 2-core VM each costs 1-2 µs, 5 % of JAX's Dense(10) forward+backward
     (docs/measurements.md, "Fidelity"). Compiled functions take a fixed number of arguments:
@@ -62,6 +66,10 @@ class Backend:
     def to_numpy(self, t):
         return keras.ops.convert_to_numpy(t)
 
+    def float64_context(self):
+        """Where float64 arrays stay float64 (JAX truncates them to float32 outside one)."""
+        return contextlib.nullcontext()
+
     def profile_steps(self, model, layers, train, steps, phase) -> dict:
         """The train step under this backend's profiler, its time split into the model's
         parts (kmicro/backends/keras3/in_situ_torch.py has the contract)."""
@@ -81,6 +89,11 @@ def load(jit) -> Backend:
 def call_arg(a):
     """A layer's call argument from a step's positional inputs: one tensor, or a list."""
     return a[0] if len(a) == 1 else list(a)
+
+
+def call_args(a, positional) -> list:
+    """A layer's positional call arguments from a step's inputs."""
+    return list(a) if positional else [call_arg(a)]
 
 
 def training_kwarg(layer, training) -> dict:

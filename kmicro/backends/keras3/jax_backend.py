@@ -5,7 +5,7 @@ import functools
 
 import jax
 
-from kmicro.backends.keras3.backend import Backend, call_arg, first, training_kwarg
+from kmicro.backends.keras3.backend import Backend, call_arg, call_args, first, training_kwarg
 
 __all__ = ["Jax"]
 
@@ -28,32 +28,38 @@ class Jax(Backend):
 
         return in_situ_jax.profile_steps(model, layers, train, steps, phase)
 
-    def forward(self, layer, xs, training):
+    def float64_context(self):
+        return jax.enable_x64(True)
+
+    def forward(self, layer, xs, training, positional=False):
         tv = [v.value for v in layer.trainable_variables]
         ntv = [v.value for v in layer.non_trainable_variables]
         kw = training_kwarg(layer, training)
 
         def call(tv, ntv, x):
-            return layer.stateless_call(tv, ntv, x, **kw)[0]
+            args = x if positional else (x,)
+            return layer.stateless_call(tv, ntv, *args, **kw)[0]
 
-        return functools.partial(self.wrap(call), tv, ntv, call_arg(xs))
+        return functools.partial(self.wrap(call), tv, ntv,
+                                 tuple(xs) if positional else call_arg(xs))
 
-    def fwd_bwd(self, layer, xs, dy):
+    def fwd_bwd(self, layer, xs, dy, positional=False, grad_inputs=True):
         tv = [v.value for v in layer.trainable_variables]
         ntv = [v.value for v in layer.non_trainable_variables]
         kw = training_kwarg(layer, True)
 
         def loss(a, tv, ntv, dy):
-            y = layer.stateless_call(tv, ntv, call_arg(a), **kw)[0]
+            y = layer.stateless_call(tv, ntv, *call_args(a, positional), **kw)[0]
             return jax.numpy.sum(y * dy), y
 
-        grad = jax.grad(loss, argnums=(0, 1), has_aux=True)
+        grad = jax.grad(loss, argnums=(0, 1) if grad_inputs else (1,), has_aux=True)
 
         # Weights and dy are arguments, as in a training step: closed over, jit would bake
         # them in as constants and XLA fold what depends on them alone (Dense's dx = dy @ W.T
         # computed at compile time made its backward read 2x too fast).
         def step(a, tv, ntv, dy):
-            (ga, gw), y = grad(a, tv, ntv, dy)
+            grads, y = grad(a, tv, ntv, dy)
+            ga, gw = grads if grad_inputs else ((), grads[0])
             return y, [*ga, *gw]
 
         return functools.partial(self.wrap(step), tuple(xs), tv, ntv, dy)

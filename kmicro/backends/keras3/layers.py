@@ -2,9 +2,15 @@
 rebuilt from its config (attribution) at the shapes it was called with."""
 from __future__ import annotations
 
-import keras
+import importlib
 
-__all__ = ["build", "rebuild", "listed", "shapes"]
+import keras
+import numpy as np
+
+from kmicro.backends.base import UnsupportedPass
+from kmicro.core import ops
+
+__all__ = ["build", "built_alone", "inputs_of", "rebuild", "listed", "shapes"]
 
 
 def build(case, weights):
@@ -18,6 +24,40 @@ def build(case, weights):
     if weights:
         layer.set_weights(weights)
     return layer
+
+
+def built_alone(case, dtype="float32", weights=None):
+    """(layer, output shape): any layer class of a KerasLayer case (a catalog layer or the
+    user's own), made in `dtype`, built by one inference call on zeros, with `weights`
+    loaded when given."""
+    op = ops.get(case.op)
+    make = _class(op.class_path(case))
+    if op.wrapped:  # Bidirectional(LSTM(...)): the case's options are the inner layer's
+        inner = _class(f"keras.layers:{op.wrapped}")(**case.layer_kwargs(), dtype=dtype)
+        layer = make(inner, dtype=dtype)
+    else:
+        layer = make(**case.layer_kwargs(), dtype=dtype)
+    zeros = inputs_of(case, [np.zeros(case.input_shape) for _ in range(case.n_inputs)], dtype)
+    out = layer(*zeros) if op.positional else layer(zeros[0] if len(zeros) == 1 else zeros)
+    if weights is not None:
+        layer.set_weights([np.asarray(w, dtype) for w in weights])
+    return layer, tuple(int(d) for d in listed(out)[0].shape)
+
+
+def inputs_of(case, arrays, dtype="float32") -> list:
+    """The layer's input tensors of `arrays`: integer ids for Embedding, else `dtype`."""
+    kind = "int32" if getattr(ops.get(case.op), "int_inputs", None) else dtype
+    return [keras.ops.convert_to_tensor(np.asarray(a).astype(kind)) for a in arrays]
+
+
+def _class(path):
+    """The layer class of 'module:Class'; UnsupportedPass when this Keras lacks it."""
+    module, _, name = path.partition(":")
+    found = getattr(importlib.import_module(module), name, None)
+    if found is None:
+        where = name if module == "keras.layers" else f"{module}.{name}"
+        raise UnsupportedPass(f"Keras {keras.__version__} has no {where}")
+    return found
 
 
 def rebuild(original, described, inputs):

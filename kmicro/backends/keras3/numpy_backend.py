@@ -6,7 +6,7 @@ import functools
 import numpy as np
 
 from kmicro.backends.base import UnsupportedPass
-from kmicro.backends.keras3.backend import Backend, call_arg, training_kwarg
+from kmicro.backends.keras3.backend import Backend, call_args, training_kwarg
 
 __all__ = ["Numpy"]
 
@@ -14,8 +14,15 @@ __all__ = ["Numpy"]
 class Numpy(Backend):
     module = np
 
-    def forward(self, layer, xs, training):
-        return functools.partial(layer, call_arg(xs), **training_kwarg(layer, training))
+    def forward(self, layer, xs, training, positional=False):
+        return functools.partial(layer, *call_args(xs, positional),
+                                 **training_kwarg(layer, training))
 
-    def fwd_bwd(self, layer, xs, dy):
+    def float64_context(self):
+        # Keras' numpy backend computes through jax.numpy in places (its convolutions).
+        import jax
+
+        return jax.enable_x64(True)
+
+    def fwd_bwd(self, layer, xs, dy, positional=False, grad_inputs=True):
         raise UnsupportedPass("the numpy backend has no gradients (forward only)")

@@ -7,7 +7,8 @@ import re
 import tensorflow as tf
 
 from kmicro.backends.base import UnsupportedPass
-from kmicro.backends.keras3.backend import Backend, call_arg, first, returned, training_kwarg
+from kmicro.backends.keras3.backend import (Backend, call_arg, call_args, first, returned,
+                                            training_kwarg)
 
 __all__ = ["TensorFlow"]
 
@@ -43,25 +44,31 @@ class TensorFlow(Backend):
 
         return call
 
-    def forward(self, layer, xs, training):
+    def forward(self, layer, xs, training, positional=False):
         kw = training_kwarg(layer, training)
+        if positional:
+            return functools.partial(self.compile(lambda x: layer(*x, **kw)), list(xs))
         return functools.partial(self.compile(lambda x: layer(x, **kw)), call_arg(xs))
 
-    def fwd_bwd(self, layer, xs, dy):
+    def fwd_bwd(self, layer, xs, dy, positional=False, grad_inputs=True):
         kw = training_kwarg(layer, True)
 
         # The input (one tensor, or Add's list) and dy are arguments, as a training step's data
         # would be; variables are captured by reference either way. A tuple of inputs would
         # cost tf.function ~15 µs per call to flatten.
         def step(x, dy):
-            with tf.GradientTape() as tape:
-                tape.watch(x)
-                y = layer(x, **kw)
-                loss = tf.reduce_sum(y * dy)
             inputs = list(x) if isinstance(x, list) else [x]
-            return y, tape.gradient(loss, [*inputs, *layer.trainable_variables])
+            with tf.GradientTape() as tape:
+                if grad_inputs:
+                    tape.watch(x)
+                y = layer(*call_args(inputs, positional), **kw)
+                loss = tf.reduce_sum(y * dy)
+            wrt = [*inputs, *layer.trainable_variables] if grad_inputs \
+                else list(layer.trainable_variables)
+            return y, _no_gradient_is_unsupported(tape.gradient(loss, wrt), layer)
 
-        return functools.partial(self.compile(step), call_arg(xs), dy)
+        return functools.partial(self.compile(step), list(xs) if positional else call_arg(xs),
+                                 dy)
 
     def synchroniser(self):
         # CPU eager execution is synchronous; on GPU wait for every queued kernel.
@@ -69,6 +76,14 @@ class TensorFlow(Backend):
 
     def device_of(self, out):
         return "gpu" if "GPU" in first(out).device.upper() else "cpu"
+
+
+def _no_gradient_is_unsupported(grads, layer):
+    """TensorFlow returns None for a gradient it has no kernel for: say so, not crash later."""
+    if any(g is None for g in grads):
+        raise UnsupportedPass(f"TensorFlow: no gradient through {type(layer).__name__} "
+                              "with respect to some of its inputs or weights")
+    return grads
 
 
 def _sync_devices(out):

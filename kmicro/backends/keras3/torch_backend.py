@@ -5,7 +5,8 @@ import functools
 
 import torch
 
-from kmicro.backends.keras3.backend import Backend, call_arg, first, returned, training_kwarg
+from kmicro.backends.keras3.backend import (Backend, call_arg, call_args, first, returned,
+                                            training_kwarg)
 
 __all__ = ["Torch"]
 
@@ -28,9 +29,16 @@ class Torch(Backend):
 
         return in_situ_torch.profile_steps(model, layers, train, steps, phase)
 
-    def forward(self, layer, xs, training):
+    def forward(self, layer, xs, training, positional=False):
         kw = training_kwarg(layer, training)
         f = self.wrap(functools.partial(layer, **kw) if kw else layer)
+
+        if positional:
+            def step(x):
+                with torch.no_grad():
+                    return f(*x)
+
+            return functools.partial(step, tuple(xs))
 
         def step(x):
             with torch.no_grad():
@@ -38,15 +46,17 @@ class Torch(Backend):
 
         return functools.partial(step, call_arg(xs))
 
-    def fwd_bwd(self, layer, xs, dy):
-        xs = [x.detach().requires_grad_(True) for x in xs]
+    def fwd_bwd(self, layer, xs, dy, positional=False, grad_inputs=True):
+        if grad_inputs:
+            xs = [x.detach().requires_grad_(True) for x in xs]
         weights = [v.value for v in layer.trainable_variables]
         kw = training_kwarg(layer, True)
 
         # Weights and dy are arguments: torch.compile (--jit on) must not specialise on them.
         def step(a, weights, dy):
-            y = layer(call_arg(a), **kw)
-            return y, torch.autograd.grad((y * dy).sum(), [*a, *weights])
+            y = layer(*call_args(a, positional), **kw)
+            wrt = [*a, *weights] if grad_inputs else weights
+            return y, torch.autograd.grad((y * dy).sum(), wrt)
 
         return functools.partial(self.wrap(step), tuple(xs), weights, dy)
 

@@ -9,6 +9,7 @@ __all__ = ["Activation", "apply"]
 class Activation(Op):
     name = "activation"
     layer = "Activation"
+    family = "activation"
 
     def reference(self, kwargs, xs, weights, training, dy=None, mask=None):
         y, dx = apply(kwargs["activation"], xs[0], dy)

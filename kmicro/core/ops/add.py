@@ -9,6 +9,7 @@ __all__ = ["Add"]
 class Add(Op):
     name = "add"
     layer = "Add"
+    family = "merge"
     n_inputs = 2  # a residual connection
 
     def reference(self, kwargs, xs, weights, training, dy=None, mask=None):

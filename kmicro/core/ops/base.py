@@ -17,6 +17,10 @@ class Op(abc.ABC):
 
     name = ""  # CLI name and first word of every case id: never rename (history is keyed by it)
     layer = ""  # class name in keras.layers
+    family = ""  # the group it is reported in (activation, conv, merge, ...)
+    reference_kind = "numpy"  # what a record's `reference` names: the float64 check it passed
+    layout_free = False  # no data_format: its cases keep the layer's default layout
+    positional = False  # several inputs go in as positional arguments, not as one list
     spatial = False  # the layer's config takes data_format
     twinned = False  # --data-format auto also shows its channels_first twin
     training_matters = False  # the training-mode reference differs from inference
@@ -30,6 +34,11 @@ class Op(abc.ABC):
     def weight_shapes(self, case) -> list:
         """Shapes of the layer's weights in Keras order (trainable first)."""
         return []
+
+    def make_inputs(self, rng, case) -> list:
+        """float64 inputs of `case` drawn from `rng` (standard normal unless the layer wants
+        other values)."""
+        return [rng.normal(0, 1, case.input_shape) for _ in range(case.n_inputs)]
 
     def init_weights(self, rng, shapes) -> list:
         """float64 weights of `shapes` drawn from `rng`. The order of draws fixes every stored

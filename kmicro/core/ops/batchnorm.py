@@ -11,6 +11,7 @@ EPSILON = 1e-3  # Keras' BatchNormalization default, Keras 2 and 3
 class BatchNormalization(Op):
     name = "batchnorm"
     layer = "BatchNormalization"
+    family = "normalization"
     # Report 001's workaround (channels_first, axis=1) is always shown next to the default.
     twinned = True
     training_matters = True

@@ -9,6 +9,7 @@ __all__ = ["Conv2D"]
 class Conv2D(Op):
     name = "conv2d"
     layer = "Conv2D"
+    family = "conv"
     spatial = True
 
     def weight_shapes(self, case) -> list:

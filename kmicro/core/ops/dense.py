@@ -8,6 +8,7 @@ __all__ = ["Dense"]
 class Dense(Op):
     name = "dense"
     layer = "Dense"
+    family = "core"
 
     def weight_shapes(self, case) -> list:
         units = case.kwargs["units"]

@@ -9,6 +9,7 @@ __all__ = ["Dropout"]
 class Dropout(Op):
     name = "dropout"
     layer = "Dropout"
+    family = "regularization"
     # Each backend draws its own mask, so the check reads the mask back from its output.
     mask_from_backend = True
 

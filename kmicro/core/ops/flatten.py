@@ -7,6 +7,7 @@ __all__ = ["Flatten"]
 class Flatten(Op):
     name = "flatten"
     layer = "Flatten"
+    family = "reshaping"
     # With data_format channels_first Keras flattens in channels_last order (so a Dense after it
     # keeps its weights across layouts); the reference flattens its channels_last copy alike.
     spatial = True

@@ -37,6 +37,7 @@ class _Pooling(Op):
 class MaxPooling2D(_Pooling):
     name = "maxpool"
     layer = "MaxPooling2D"
+    family = "pooling"
 
     def reduce(self, flat):
         y = flat.max(axis=3)
@@ -47,6 +48,7 @@ class MaxPooling2D(_Pooling):
 class AveragePooling2D(_Pooling):
     name = "avgpool"
     layer = "AveragePooling2D"
+    family = "pooling"
 
     def reduce(self, flat):
         return flat.mean(axis=3), np.full(flat.shape, 1.0 / flat.shape[3])

@@ -29,10 +29,14 @@ def run(adapter, info, job):
 
 def _prepare(adapter, info, job) -> list:
     case = cases.case_from_dict(job["case"])
-    data = op.CaseData(case, job.get("seed", 0))
+    data, failure = op.case_data(adapter, case, job.get("seed", 0))
     out = []
     for pass_name in job["passes"]:
-        record = op.blank_record(info, case, pass_name)
+        record = op.blank_record(info, case, pass_name, data)
+        if data is None:
+            record.update(failure)
+            out.append(record)
+            continue
         prepared, fields = op.checked(adapter, case, pass_name, data, job.get("check", True))
         fields = op.insist_on_gpu(fields, info["requested_device"])
         if prepared is not None and fields.get("status") != "error":

@@ -15,9 +15,13 @@ __all__ = ["run"]
 
 def run(adapter, info, job):
     case = cases.case_from_dict(job["case"])
-    data = op.CaseData(case, job.get("seed", 0))
+    data, failure = op.case_data(adapter, case, job.get("seed", 0))
     for pass_name in job["passes"]:
-        record = op.blank_record(info, case, pass_name)
+        record = op.blank_record(info, case, pass_name, data)
+        if data is None:
+            record.update(failure)
+            yield record
+            continue
         try:
             prepared = adapter.prepare(case, pass_name, *data)
         except UnsupportedPass as exc:

@@ -8,7 +8,7 @@ A job is {"kind": "op", "case": {...}, "passes": [...], "quick": bool, "seed": i
 import gc
 
 from kmicro.backends.base import UnsupportedPass
-from kmicro.core import cases, flops, ops, records, reference, timing
+from kmicro.core import cases, flops, ops, random_checks, records, reference, timing
 from kmicro.harness.protocol import Job, message, turn
 
 __all__ = ["KIND", "TOLERANCE", "CaseData", "job", "run", "blank_record", "check", "checked",
@@ -28,31 +28,45 @@ def job(case, passes, options) -> Job:
     return Job(payload, tuple(passes), lambda info, p: blank_record(info, case, p), case.id)
 
 
-def blank_record(info, case, pass_name) -> dict:
+def blank_record(info, case, pass_name, data=None) -> dict:
     """Every contract field of an op record, status still unset; FLOPs and bytes when the
-    layer can take the case's shape."""
+    layer can take the case's shape (for a layer checked against its float64 twin, once
+    `data` says what the built layer holds)."""
+    op = ops.get(case.op)
     record = records.new(
-        KIND, info, case.id, pass_name, op=case.op, layer=case.layer, config=case.kwargs,
-        input_shape=list(case.input_shape), n_inputs=case.n_inputs,
-        data_format=case.data_format, dtype=case.dtype)
+        KIND, info, case.id, pass_name, op=case.op, layer=case.layer, family=op.family,
+        config=case.kwargs, input_shape=list(case.input_shape), n_inputs=case.n_inputs,
+        data_format=case.data_format, dtype=case.dtype, reference=None)
+    shapes = (data.out_shape, data.weight_shapes) if data else (None, None)
+    if op.reference_kind == ops.FLOAT64_TWIN and data is None:
+        return record
     try:
-        record.update(flops=flops.flops(case, pass_name), bytes=flops.bytes_moved(case, pass_name))
-    except ValueError:
-        pass  # a shape the layer cannot take: the record's error says so
+        record.update(flops=flops.flops(case, pass_name, *shapes),
+                      bytes=flops.bytes_moved(case, pass_name, *shapes))
+    except (ValueError, TypeError, KeyError, IndexError):
+        pass  # a shape or option the layer cannot take: the record's error says so
     return record
+
+
+def case_data(adapter, case, seed):
+    """(CaseData, None), or (None, the fields of every pass's record when it cannot be
+    made: the layer does not exist here, or rejects its options or shape)."""
+    try:
+        return CaseData(case, seed, adapter), None
+    except UnsupportedPass as exc:
+        return None, {"status": "unsupported", "error": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - e.g. a shape the layer cannot take
+        return None, {"status": "error", "error": message(exc)}
 
 
 def run(adapter, info, job) -> list:
     case = cases.case_from_dict(job["case"])
     policy = timing.Policy.quick() if job.get("quick") else timing.Policy()
     paired = job.get("paired")
-    try:
-        data = CaseData(case, job.get("seed", 0))
-    except Exception as exc:  # noqa: BLE001 - e.g. a shape the layer cannot take
-        data, failure = None, {"status": "error", "error": message(exc)}
+    data, failure = case_data(adapter, case, job.get("seed", 0))
     results = {}
     for pass_name in job["passes"]:
-        record = blank_record(info, case, pass_name)
+        record = blank_record(info, case, pass_name, data)
         fields = _run_pass(adapter, case, pass_name, data, policy, paired) if data else failure
         record.update(insist_on_gpu(fields, info["requested_device"]))
         results[pass_name] = record
@@ -62,13 +76,25 @@ def run(adapter, info, job) -> list:
 
 
 class CaseData:
-    """The seeded weights, inputs and dy of a case, and its memoised float64 reference."""
+    """The seeded weights, inputs and dy of a case, and its memoised float64 reference: the
+    op's NumPy reference, or for a KerasLayer the layer's float64 twin on this worker's
+    backend (`adapter.layer_io` and `adapter.float64_twin`; UnsupportedPass where the
+    family has no such layer)."""
 
-    def __init__(self, case, seed):
-        self.case = case
-        self.weights = reference.make_weights(case, seed)
+    def __init__(self, case, seed, adapter=None):
+        self.case, self.adapter = case, adapter
+        self.twin = ops.get(case.op).reference_kind == ops.FLOAT64_TWIN
+        if self.twin:
+            if getattr(adapter, "layer_io", None) is None:
+                raise UnsupportedPass(f"{case.layer}: this stack's Keras runs only the seed "
+                                      "layers")
+            self.weight_shapes, self.out_shape = adapter.layer_io(case)
+        else:
+            self.weight_shapes = reference.weight_shapes(case)
+            self.out_shape = reference.output_shape(case)
+        self.weights = reference.make_weights(case, seed, self.weight_shapes)
         self.inputs = reference.make_inputs(case, seed)
-        self.dy = reference.make_dy(case, reference.output_shape(case), seed)
+        self.dy = reference.make_dy(case, self.out_shape, seed)
         self._memo = {}
 
     def __iter__(self):
@@ -78,11 +104,22 @@ class CaseData:
         if mask is not None:
             return reference.compute(self.case, self.inputs, self.weights, training,
                                      self.dy if backward else None, mask)
-        key = (training and ops.get(self.case.op).training_matters, backward)
+        key = (training and (self.twin or ops.get(self.case.op).training_matters), backward)
         if key not in self._memo:
-            self._memo[key] = reference.compute(self.case, self.inputs, self.weights, key[0],
-                                                self.dy if backward else None)
+            dy = self.dy if backward else None
+            self._memo[key] = (
+                self.adapter.float64_twin(self.case, self.weights, self.inputs, key[0], dy)
+                if self.twin else
+                reference.compute(self.case, self.inputs, self.weights, key[0], dy))
         return self._memo[key]
+
+    def probe(self, pass_name):
+        """The fingerprint of the float64 twin's outputs for `pass_name` (reference.probe),
+        comparable across stacks; None for the NumPy references and random passes."""
+        if not self.twin or _random_kind(self.case, pass_name):
+            return None
+        y, grads = self.reference(pass_name != "forward", pass_name == "backward")
+        return reference.probe([y, *(grads or [])])
 
 
 def _run_pass(adapter, case, pass_name, data, policy, paired=False) -> dict:
@@ -119,16 +156,17 @@ def checked(adapter, case, pass_name, data, compare=True) -> tuple:
         if not compare:
             return prepared, {"device": device, "compile_s": compile_s, "max_rel_err": None,
                               "tolerance": TOLERANCE[device]}
-        err = check(case, pass_name, data, prepared.outputs(out))
+        err, tolerance, against = check(case, pass_name, data, prepared.outputs(out), device)
+        probe = data.probe(pass_name)
     except UnsupportedPass as exc:
         return None, {"status": "unsupported", "error": str(exc)}
     except Exception as exc:  # noqa: BLE001 - a failing case is a record, not a crash
         return None, {"status": "error", "error": message(exc)}
     fields = {"device": device, "compile_s": compile_s, "max_rel_err": err,
-              "tolerance": TOLERANCE[device]}
-    if not err <= TOLERANCE[device]:
-        fields.update(status="wrong", error=f"max relative error {err:.3g} > {TOLERANCE[device]:g} "
-                                            "against the float64 NumPy reference; not timed")
+              "tolerance": tolerance, "reference": against, "reference_probe": probe}
+    if not err <= tolerance:
+        fields.update(status="wrong", error=f"max relative error {err:.3g} > {tolerance:g} "
+                                            f"against the {against}; not timed")
         return None, fields
     return prepared, fields
 
@@ -141,15 +179,31 @@ def insist_on_gpu(fields, requested) -> dict:
     return fields
 
 
-def check(case, pass_name, data, got) -> float:
-    """Max relative error of a pass's outputs (and gradients) against the float64 reference."""
+def check(case, pass_name, data, got, device="cpu") -> tuple:
+    """(max relative error, tolerance, reference name) of a pass's outputs (and gradients)
+    against its float64 reference, or of a random layer's training pass against the
+    properties any draw must have (kmicro/core/random_checks.py)."""
     y, grads = got
-    training = pass_name != "forward"
+    training, backward = pass_name != "forward", pass_name == "backward"
+    kind = _random_kind(case, pass_name)
+    if kind:
+        dx = grads[0] if backward else None
+        err, tolerance, what = random_checks.check(kind, case.kwargs, data.inputs[0], y,
+                                                   data.dy if backward else None, dx)
+        return err, max(tolerance, TOLERANCE[device]), what
     mask = (y != 0) if ops.get(case.op).mask_from_backend and training else None
-    want_y, want_grads = data.reference(training, pass_name == "backward", mask)
-    if pass_name == "backward":
-        return reference.max_rel_err([y, *grads], [want_y, *want_grads])
-    return reference.max_rel_err([y], [want_y])
+    want_y, want_grads = data.reference(training, backward, mask)
+    against = ("float64 twin of the layer" if data.twin
+               else "float64 NumPy reference")
+    if backward:
+        return reference.max_rel_err([y, *grads], [want_y, *want_grads]), TOLERANCE[device], \
+            against
+    return reference.max_rel_err([y], [want_y]), TOLERANCE[device], against
+
+
+def _random_kind(case, pass_name):
+    """How a random layer's training pass is checked (random_checks.KINDS), else None."""
+    return getattr(ops.get(case.op), "random", None) if pass_name != "forward" else None
 
 
 def _derive_backward(results):

@@ -27,18 +27,22 @@ def section(ops) -> str:
 
 
 def _op_tables(ops) -> str:
-    """One table per op: rows case x pass, a cell per stack."""
+    """Per layer family a heading, per op in it a table: rows case x pass, a cell per stack."""
     stacks = tables.stack_names(ops)
     header = ["case", "pass"] + [f"{s} ({tables.stack_device(ops, s)})" for s in stacks]
-    by_op = OrderedDict()
+    by_family = OrderedDict()
     for case, pass_name, by_stack in tables.case_rows(ops):
         values = [v for v in (tables.metric_value(r, "time") for r in by_stack.values()) if v]
         best = min(values) if values else None
         row = [cell(tables.short_case(case)), cell(tables.PASS_LABELS[pass_name])]
         row += [_op_cell(by_stack.get(s), best) for s in stacks]
-        by_op.setdefault(case.split("(")[0], []).append(row)
-    return "".join(f"<h3 id='{anchor('op', op)}'>{escape(op)}</h3>" + table(header, rows)
-                   for op, rows in by_op.items())
+        family = tables.family_of(next(iter(by_stack.values())))
+        by_family.setdefault(family, OrderedDict()).setdefault(case.split("(")[0], []).append(row)
+    return "".join(
+        f"<h3 id='{anchor('family', family)}'>{escape(family)}</h3>"
+        + "".join(f"<h4 id='{anchor('op', op)}'>{escape(op)}</h4>" + table(header, rows)
+                  for op, rows in by_op.items())
+        for family, by_op in by_family.items())
 
 
 def _op_cell(record, best) -> str:
