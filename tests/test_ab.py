@@ -178,7 +178,7 @@ def test_a_case_one_side_cannot_run_is_a_record_saying_why(tmp_path):
 @pytest.mark.parametrize("args, text", [
     (["ab", "jax", "nosuch"], "valid stacks"),
     (["ab", "jax", "jax", "--min-effect", "2"], "--min-effect"),
-    (["ab", "jax", "jax", "--ops", "conv3d"], "valid ops"),
+    (["ab", "jax", "jax", "--ops", "conv4d"], "valid ops"),
     (["ab", "jax", "jax", "--processes", "0"], "--processes"),
 ])
 def test_bad_input_is_one_line_exit_2(args, text):

@@ -96,11 +96,14 @@ def test_asv_check_discovers_the_suites():
 def test_quick_asv_run_times_a_case_and_skips_what_the_stack_cannot_run():
     """The CI subset's way: real `asv run -n` in the existing environment, nothing saved."""
     p = asv("run", "-E", EXISTING, "--quick", "-n", "--launch-method", "forkserver",
-            "-b", DENSE.format("forward"), "-b", DENSE.format("backward"))
+            "-b", DENSE.format("forward"), "-b", DENSE.format("backward"),
+            "-b", r"Ops.time_pass\(.lstm\(units=4\)@2x5x3., .forward.\)",
+            env={"KMICRO_ASV_CASES": "lstm(units=4)@2x5x3"})  # any case id, not in a catalog
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
     assert re.search(r"dense\(units=10\)@32x512\s+forward\s+[0-9.]+±[0-9.]+\S*s", out), out
     assert re.search(r"dense\(units=10\)@32x512\s+backward\s+n/a", out), out  # numpy: skipped
+    assert re.search(r"lstm\(units=4\)@2x5x3\s+forward\s+[0-9.]+±[0-9.]+\S*s", out), out
 
 
 @pytest.mark.timing

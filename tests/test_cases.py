@@ -34,10 +34,10 @@ def test_select_filters_and_reshapes():
 
 def test_bad_input_names_the_valid_choices():
     with pytest.raises(UsageError, match="valid ops: conv2d, batchnorm"):
-        cases.select(["conv3d"])
+        cases.select(["conv4d"])
     with pytest.raises(UsageError, match="valid passes: forward, forward_train, backward"):
         cases.with_passes(["sideways"])
-    for text in ("1,2,3", "a,b", "0,4", ""):
+    for text in ("7", "a,b", "0,4", "1,2,3,4,5,6,7", ""):
         with pytest.raises(UsageError, match="N,H,W,C"):
             cases.parse_shapes(text)
 

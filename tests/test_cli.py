@@ -14,10 +14,10 @@ CONTRACT = ("stack", "backend", "versions", "device", "case", "op", "pass", "inp
 
 
 @pytest.mark.parametrize("args, valid", [
-    (["ops", "--ops", "conv3d"], "valid ops: conv2d, batchnorm"),
+    (["ops", "--ops", "conv4d"], "valid ops: conv2d, batchnorm"),
     (["ops", "--stacks", "tf"], "valid stacks: tensorflow, jax, torch, numpy"),
     (["ops", "--passes", "sideways"], "valid passes: forward, forward_train, backward"),
-    (["ops", "--shapes", "32,x,3"], "N,H,W,C or N,F"),
+    (["ops", "--shapes", "32,x,3"], "positive integers (N,F ... N,H,W,C ...)"),
     (["ops", "--data-format", "nhwc"], "channels_last"),
     (["ops", "--device", "tpu"], "'auto', 'cpu', 'gpu'"),
     (["stacks", "--stacks", "tf"], "valid stacks: tensorflow, jax, torch, numpy"),

@@ -45,6 +45,11 @@ def test_the_keras_catalog_has_one_case_per_layer_class_of_keras_benchmark():
     assert cases.select(["lstm"])[0].id == "lstm(units=32)@32x32x16"  # --ops reaches any layer
 
 
+# What a Keras 3 backend cannot run or check here: TensorFlow's MaxPool3D takes no float64, so
+# MaxPooling3D has no float64 twin there.
+LACKING = {"tensorflow": {"max_pooling3d"}}
+
+
 @pytest.mark.parametrize("stack", KERAS3)
 def test_every_new_layer_matches_its_float64_twin_on_every_keras3_backend(stack):
     records = _run([stack], NEW)
@@ -53,8 +58,12 @@ def test_every_new_layer_matches_its_float64_twin_on_every_keras3_backend(stack)
         if stack == "numpy" and r["pass"] == "backward":
             assert r["status"] == "unsupported", r
             continue
-        if r["status"] == "unsupported":  # a layer or gradient the backend lacks: named
-            assert r["error"] and r["op"] in {"random_rotation"}, (r["case"], r["error"])
+        if r["status"] == "unsupported":  # a layer, gradient or float64 kernel it lacks: named
+            assert r["error"] and r["op"] in LACKING.get(stack, ()), (r["case"], r["error"])
+            continue
+        if (stack, r["op"], r["pass"]) == ("tensorflow", "random_rotation", "backward") \
+                and r["status"] == "wrong":  # its gradient is the inverse warp, not the adjoint
+            assert "the adjoint" in r["error"], r["error"]
             continue
         assert r["status"] == "ok", (r["case"], r["pass"], r["error"])
         assert r["max_rel_err"] <= r["tolerance"], r
@@ -79,7 +88,7 @@ def test_float64_twins_agree_across_backends():
     assert not findings._disagreements(records)
     bent = [dict(r, reference_probe=[[d * 1.01, n] for d, n in r["reference_probe"]])
             if r["stack"] == "torch" else r for r in records]
-    assert len(findings._disagreements(bent)) == len(chosen) * 2
+    assert len(findings._disagreements(bent)) == len({(r["case"], r["pass"]) for r in records})
 
 
 def test_a_users_own_layer_on_every_keras3_stack(kmicro, tmp_path):
@@ -102,7 +111,7 @@ def test_bad_layers_and_ids_are_one_line_errors_or_error_records(kmicro, tmp_pat
         (("--case", "lstm(units=32"), "malformed case id"),
         (("--case", "nosuch()@2x3"), "unknown op 'nosuch' in case id"),
         (("--case", "conv2d(kernel_size=3,filters=8,padding=same)@2x5x5x3/cl"), "is spelt"),
-        (("--layer", "no module here"), "malformed --layer"),
+        (("--layer", "no module here", "--shapes", "4,8"), "malformed --layer"),
         (("--layer", "user_layers:Scale"), "--layer needs --shapes"),
         (("--case", "lstm(units=32)@32x32x16", "--ops", "gru"), "drop --ops"),
         (("--shapes", "2,3,4,5,6,7,8"), "malformed shape"),

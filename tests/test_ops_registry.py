@@ -18,7 +18,7 @@ def test_every_registered_op_is_complete():
         assert isinstance(op, ops.Op) and op.name == name and op.layer == layer
         assert op.family in ops.FAMILIES
     with pytest.raises(ValueError, match="registered: conv2d, batchnorm"):
-        ops.get("conv3d")
+        ops.get("conv4d")
 
 
 def test_an_op_without_reference_or_flops_cannot_be_registered():

@@ -14,7 +14,7 @@ from kmicro.core import ops
 from kmicro.core.ops import batchnorm
 
 __all__ = ["BN_EPSILON", "compute", "make_dy", "make_inputs", "make_weights", "max_rel_err",
-           "output_shape", "probe", "weight_shapes"]
+           "output_shape", "probe", "probe_gap", "weight_shapes"]
 
 BN_EPSILON = batchnorm.EPSILON
 
@@ -94,15 +94,42 @@ def probe(arrays) -> list:
     return out
 
 
+# A gradient is measured against at least this fraction of the largest gradient of its pass:
+# one that is zero in exact arithmetic (MultiHeadAttention's key bias: softmax ignores a shift
+# shared by every key) holds only rounding, which no scale of its own can judge.
+GRADIENT_FLOOR = 1e-2
+
+
+def _scales(peaks) -> list:
+    """Each tensor's scale from its peak: the output's own, a gradient's at least
+    GRADIENT_FLOOR of the largest gradient's."""
+    floor = GRADIENT_FLOOR * max(peaks[1:] or [0.0])
+    return [max(peaks[0], 1e-12)] + [max(p, floor, 1e-12) for p in peaks[1:]]
+
+
 def max_rel_err(got, want) -> float:
-    """Largest |got - want| over all tensors, each scaled by its own largest |want|."""
+    """Largest |got - want| over the output and its gradients, each scaled by its own largest
+    |want| (a gradient's at least GRADIENT_FLOOR of the largest gradient's)."""
+    got = [np.asarray(g, np.float64) for g in got]
+    want = [np.asarray(r, np.float64) for r in want]
+    if any(g.shape != r.shape for g, r in zip(got, want)):
+        return float("inf")
+    # not max(initial=): NumPy 1.13 (keras1-theano)
+    peaks = [float(np.abs(r).max()) if r.size else 0.0 for r in want]
     worst = 0.0
-    for g, r in zip(got, want):
-        g, r = np.asarray(g, np.float64), np.asarray(r, np.float64)
-        if g.shape != r.shape:
-            return float("inf")
-        if r.size == 0:
-            continue
-        scale = max(float(np.abs(r).max()), 1e-12)  # not max(initial=): NumPy 1.13 (keras1-theano)
-        worst = max(worst, float(np.abs(g - r).max()) / scale)
+    for g, r, scale in zip(got, want, _scales(peaks)):
+        if r.size:
+            worst = max(worst, float(np.abs(g - r).max()) / scale)
     return worst
+
+
+def probe_gap(a, b) -> float:
+    """Largest relative difference between two probes of the same pass, each tensor's dot
+    and norm scaled like max_rel_err's tensors."""
+    if len(a) != len(b):
+        return float("inf")
+    norms = [max(abs(norm_a), abs(norm_b)) for (_, norm_a), (_, norm_b) in zip(a, b)]
+    gap = 0.0
+    for (dot_a, norm_a), (dot_b, norm_b), scale in zip(a, b, _scales(norms) if norms else []):
+        gap = max(gap, abs(dot_a - dot_b) / scale, abs(norm_a - norm_b) / scale)
+    return gap

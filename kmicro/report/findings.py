@@ -13,6 +13,7 @@ import statistics
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 
+from kmicro.core import reference
 from kmicro.core.records import kind_of
 from kmicro.models import published
 from kmicro.report import tables
@@ -115,7 +116,7 @@ def _disagreements(ops) -> list:
     for (case, pass_name, _), found in groups.items():
         first = found[0]
         for other in found[1:]:
-            gap = _probe_gap(first["reference_probe"], other["reference_probe"])
+            gap = reference.probe_gap(first["reference_probe"], other["reference_probe"])
             if gap > AGREEMENT:
                 out.append(Finding(
                     f"{case.split('(')[0]}: {first['stack']} and {other['stack']} compute "
@@ -125,17 +126,6 @@ def _disagreements(ops) -> list:
                     problem=True))
                 break
     return out
-
-
-def _probe_gap(a, b) -> float:
-    """Largest relative difference between two records' reference probes."""
-    if len(a) != len(b):
-        return float("inf")
-    gap = 0.0
-    for (dot_a, norm_a), (dot_b, norm_b) in zip(a, b):
-        scale = max(abs(norm_a), abs(norm_b), 1e-300)
-        gap = max(gap, abs(dot_a - dot_b) / scale, abs(norm_a - norm_b) / scale)
-    return gap
 
 
 def _rows_by_op(ops) -> "OrderedDict":

@@ -76,12 +76,17 @@ class Adapter(FamilyAdapter):
         """(y, grads or None) of the case's layer built in float64 with the same weights and
         inputs (kmicro/core/ops/keras_layer.py)."""
         backend.fresh_graph()
-        layer, xs, y = layers.built_alone(case, "float64", weights)
-        kind = "int32" if ops.get(case.op).int_inputs else "float64"
-        feed = [np.asarray(x).astype(kind) for x in inputs]
-        dy64 = None if dy is None else np.asarray(dy, np.float64)
-        prepared = self._compiled(layer, xs, y, "forward" if dy is None else "backward", feed,
-                                  dy64, training, grad_inputs=kind == "float64")
+        floatx = K.floatx()
+        K.set_floatx("float64")  # the zeros Keras makes itself (an RNN's initial state) too
+        try:
+            layer, xs, y = layers.built_alone(case, "float64", weights)
+            kind = "int32" if ops.get(case.op).int_inputs else "float64"
+            feed = [np.asarray(x).astype(kind) for x in inputs]
+            dy64 = None if dy is None else np.asarray(dy, np.float64)
+            prepared = self._compiled(layer, xs, y, "forward" if dy is None else "backward",
+                                      feed, dy64, training, grad_inputs=kind == "float64")
+        finally:
+            K.set_floatx(floatx)
         out, grads = prepared.outputs(prepared.step())
         return np.asarray(out, np.float64), None if grads is None else [
             np.asarray(g, np.float64) for g in grads]

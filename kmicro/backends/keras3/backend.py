@@ -66,8 +66,25 @@ class Backend:
     def to_numpy(self, t):
         return keras.ops.convert_to_numpy(t)
 
+    @contextlib.contextmanager
     def float64_context(self):
-        """Where float64 arrays stay float64 (JAX truncates them to float32 outside one)."""
+        """Where float64 arrays stay float64, for a float64 twin: Keras' type promotion
+        narrows 64-bit results to 32 bits, as JAX does outside its x64 mode (`float64_mode`), and
+        its numpy backend converts float64 arrays through that promotion."""
+        from keras.src.backend.common import dtypes
+
+        narrowing, floatx = dtypes.BIT64_TO_BIT32_DTYPE, keras.config.floatx()
+        dtypes.BIT64_TO_BIT32_DTYPE = {}
+        keras.config.set_floatx("float64")
+        try:
+            with self.float64_mode():
+                yield
+        finally:
+            dtypes.BIT64_TO_BIT32_DTYPE = narrowing
+            keras.config.set_floatx(floatx)
+
+    def float64_mode(self):
+        """The backend's own switch for float64 (JAX's x64 mode), if it has one."""
         return contextlib.nullcontext()
 
     def profile_steps(self, model, layers, train, steps, phase) -> dict:

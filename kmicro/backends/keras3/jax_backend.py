@@ -28,7 +28,7 @@ class Jax(Backend):
 
         return in_situ_jax.profile_steps(model, layers, train, steps, phase)
 
-    def float64_context(self):
+    def float64_mode(self):
         return jax.enable_x64(True)
 
     def forward(self, layer, xs, training, positional=False):

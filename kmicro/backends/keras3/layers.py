@@ -28,8 +28,7 @@ def build(case, weights):
 
 def built_alone(case, dtype="float32", weights=None):
     """(layer, output shape): any layer class of a KerasLayer case (a catalog layer or the
-    user's own), made in `dtype`, built by one inference call on zeros, with `weights`
-    loaded when given."""
+    user's own), made in `dtype` and built, with `weights` loaded when given."""
     op = ops.get(case.op)
     make = _class(op.class_path(case))
     if op.wrapped:  # Bidirectional(LSTM(...)): the case's options are the inner layer's
@@ -37,8 +36,10 @@ def built_alone(case, dtype="float32", weights=None):
         layer = make(inner, dtype=dtype)
     else:
         layer = make(**case.layer_kwargs(), dtype=dtype)
-    zeros = inputs_of(case, [np.zeros(case.input_shape) for _ in range(case.n_inputs)], dtype)
-    out = layer(*zeros) if op.positional else layer(zeros[0] if len(zeros) == 1 else zeros)
+    # Built by a symbolic call: no kernel runs (TensorFlow has no eager float64 AvgPool3D).
+    kind = "int32" if op.int_inputs else dtype
+    symbols = [keras.KerasTensor(case.input_shape, kind) for _ in range(case.n_inputs)]
+    out = layer(*symbols) if op.positional else layer(symbols[0] if len(symbols) == 1 else symbols)
     if weights is not None:
         layer.set_weights([np.asarray(w, dtype) for w in weights])
     return layer, tuple(int(d) for d in listed(out)[0].shape)

@@ -18,7 +18,7 @@ class Numpy(Backend):
         return functools.partial(layer, *call_args(xs, positional),
                                  **training_kwarg(layer, training))
 
-    def float64_context(self):
+    def float64_mode(self):
         # Keras' numpy backend computes through jax.numpy in places (its convolutions).
         import jax
 

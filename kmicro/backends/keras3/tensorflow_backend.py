@@ -1,6 +1,7 @@
 """Keras 3 on TensorFlow: tf.function (XLA only with a GPU unless --jit says), GradientTape."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 
@@ -15,6 +16,7 @@ __all__ = ["TensorFlow"]
 
 class TensorFlow(Backend):
     module = tf
+    float64 = False  # inside float64_mode
 
     def __init__(self, jit):
         super().__init__(jit)
@@ -32,15 +34,32 @@ class TensorFlow(Backend):
 
         return in_situ_tf.profile_steps(model, layers, train, steps, phase)
 
+    @contextlib.contextmanager
+    def float64_mode(self):
+        # Some float64 kernels exist only in XLA on the CPU (AvgPool3D, MaxPool3D): a float64
+        # twin compiles with XLA where TensorFlow has no other kernel.
+        self.float64 = True
+        try:
+            yield
+        finally:
+            self.float64 = False
+
     def compile(self, fn):
         f = tf.function(fn, jit_compile=self.xla)
         errors = (tf.errors.UnimplementedError, tf.errors.InvalidArgumentError)
+        xla_fallback = self.float64 and not self.xla
 
         def call(*a):
+            nonlocal f
             try:
                 return f(*a)
             except errors as exc:
+                if xla_fallback and "No OpKernel was registered" in str(exc):
+                    f = tf.function(fn, jit_compile=True)
+                    return f(*a)
                 raise _nhwc_only(exc) or exc
+            except TypeError as exc:
+                raise (self.float64 and _no_float64(exc)) or exc
 
         return call
 
@@ -97,4 +116,14 @@ def _nhwc_only(exc):
     lines = [ln for ln in exc.message.splitlines() if "NHWC" in ln]
     if lines:
         return UnsupportedPass("TensorFlow: " + re.sub(r"\{\{.*?\}\}\s*", "", lines[0]).strip())
+    return None
+
+
+def _no_float64(exc):
+    """UnsupportedPass for an op TensorFlow defines for narrower floats only (MaxPool3D): the
+    layer has no float64 twin to be checked against here."""
+    found = re.search(r"DataType float64 not in list of allowed values: ([\w, ]+)", str(exc))
+    if found:
+        return UnsupportedPass("no float64 twin to check it against: TensorFlow computes it in "
+                               f"{found.group(1)} only")
     return None
