@@ -52,8 +52,11 @@ LACKING = {"tensorflow": {"max_pooling3d"}}
 
 @pytest.mark.parametrize("stack", KERAS3)
 def test_every_new_layer_matches_its_float64_twin_on_every_keras3_backend(stack):
-    records = _run([stack], NEW)
-    assert len(records) == len(NEW) * len(cases.PASSES)
+    # fwd (train) and fwd+bwd check the output and every gradient; numpy has only the forward
+    # passes, so its run checks fwd (inference) for every layer.
+    passes = ("forward", "backward") if stack == "numpy" else ("backward",)
+    records = _run([stack], NEW, passes)
+    assert len(records) == len(NEW) * (3 if stack == "numpy" else 2)
     for r in records:
         if stack == "numpy" and r["pass"] == "backward":
             assert r["status"] == "unsupported", r
@@ -81,9 +84,8 @@ def test_float64_twins_agree_across_backends():
     the same outputs and gradients (findings name a layer where they do not)."""
     from kmicro.report import findings
 
-    chosen = [c for c in NEW if c.op in ("gru", "conv2d_transpose", "group_normalization",
-                                         "multi_head_attention", "embedding")]
-    records = _run(["jax", "torch", "tensorflow"], chosen, ("forward", "backward"))
+    chosen = [c for c in NEW if c.op in ("gru", "group_normalization", "multi_head_attention")]
+    records = _run(["jax", "torch", "tensorflow"], chosen, ("backward",))
     assert all(r["status"] == "ok" for r in records), [r["error"] for r in records]
     assert not findings._disagreements(records)
     bent = [dict(r, reference_probe=[[d * 1.01, n] for d, n in r["reference_probe"]])
