@@ -73,14 +73,17 @@ class Backend:
         its numpy backend converts float64 arrays through that promotion."""
         from keras.src.backend.common import dtypes
 
-        narrowing, floatx = dtypes.BIT64_TO_BIT32_DTYPE, keras.config.floatx()
-        dtypes.BIT64_TO_BIT32_DTYPE = {}
+        narrowing = getattr(dtypes, "BIT64_TO_BIT32_DTYPE", None)  # not in every Keras 3
+        floatx = keras.config.floatx()
+        if narrowing is not None:
+            dtypes.BIT64_TO_BIT32_DTYPE = {}
         keras.config.set_floatx("float64")
         try:
             with self.float64_mode():
                 yield
         finally:
-            dtypes.BIT64_TO_BIT32_DTYPE = narrowing
+            if narrowing is not None:
+                dtypes.BIT64_TO_BIT32_DTYPE = narrowing
             keras.config.set_floatx(floatx)
 
     def float64_mode(self):
