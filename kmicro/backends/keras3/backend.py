@@ -69,8 +69,9 @@ class Backend:
     @contextlib.contextmanager
     def float64_context(self):
         """Where float64 arrays stay float64, for a float64 twin: Keras' type promotion
-        narrows 64-bit results to 32 bits, as JAX does outside its x64 mode (`float64_mode`), and
-        its numpy backend converts float64 arrays through that promotion."""
+        narrows 64-bit results to 32 bits, as JAX does outside its x64 mode
+        (`float64_mode`), and its numpy backend converts float64 arrays through that
+        promotion."""
         from keras.src.backend.common import dtypes
 
         narrowing = getattr(dtypes, "BIT64_TO_BIT32_DTYPE", None)  # not in every Keras 3

@@ -37,8 +37,8 @@ def built_alone(case, dtype="float32", weights=None):
     else:
         layer = make(**case.layer_kwargs(), dtype=dtype)
     # Built by a symbolic call: no kernel runs (TensorFlow has no eager float64 AvgPool3D).
-    kind = "int32" if op.int_inputs else dtype
-    symbols = [keras.KerasTensor(case.input_shape, kind) for _ in range(case.n_inputs)]
+    symbols = [keras.KerasTensor(case.input_shape, _input_dtype(case, dtype))
+               for _ in range(case.n_inputs)]
     out = layer(*symbols) if op.positional else layer(symbols[0] if len(symbols) == 1 else symbols)
     if weights is not None:
         layer.set_weights([np.asarray(w, dtype) for w in weights])
@@ -47,8 +47,13 @@ def built_alone(case, dtype="float32", weights=None):
 
 def inputs_of(case, arrays, dtype="float32") -> list:
     """The layer's input tensors of `arrays`: integer ids for Embedding, else `dtype`."""
-    kind = "int32" if getattr(ops.get(case.op), "int_inputs", None) else dtype
+    kind = _input_dtype(case, dtype)
     return [keras.ops.convert_to_tensor(np.asarray(a).astype(kind)) for a in arrays]
+
+
+def _input_dtype(case, dtype) -> str:
+    """int32 for integer ids (Embedding), else `dtype`."""
+    return "int32" if getattr(ops.get(case.op), "int_inputs", None) else dtype
 
 
 def _class(path):

@@ -36,8 +36,9 @@ class TensorFlow(Backend):
 
     @contextlib.contextmanager
     def float64_mode(self):
-        # Some float64 kernels exist only in XLA on the CPU (AvgPool3D, MaxPool3D): a float64
-        # twin compiles with XLA where TensorFlow has no other kernel.
+        # Some float64 kernels exist only in XLA on the CPU (AvgPool3D): a float64 twin
+        # compiles with XLA where TensorFlow has no other kernel; ops with no float64 at all
+        # (MaxPool3D) make the pass unsupported (_no_float64).
         self.float64 = True
         try:
             yield

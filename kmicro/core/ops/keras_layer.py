@@ -3,11 +3,12 @@
 The seed ops (conv2d, batchnorm, ...) have hand-written NumPy references. The other layers of
 Keras' own layer benchmark, and a user's own layer, are too many and too intricate for that
 (GRU's gates, MultiHeadAttention's projections, ConvLSTM3D): their reference is the same layer
-class built in float64 on the same backend, with the same weights and inputs, run through the same backend calls
-(kmicro/harness/jobs/op.py). That catches what float32 execution and compilation get wrong;
-backends disagreeing with each other are caught by comparing their float64 twins' outputs
-across stacks (`reference_probe` in the records, findings "disagree"). Layers that are random
-in training are checked by properties instead (kmicro/core/random_checks.py).
+class built in float64 on the same backend, with the same weights and inputs, run through the
+same backend calls (kmicro/harness/jobs/op.py). That catches what float32 execution and
+compilation get wrong; backends disagreeing with each other are caught by comparing their
+float64 twins' outputs across stacks (`reference_probe` in the records, findings
+"disagree"). Layers that are random in training are checked by properties instead
+(kmicro/core/random_checks.py).
 """
 
 import numpy as np
