@@ -5,14 +5,14 @@ and Keras' layer benchmark, both layouts; plus any case ids in KMICRO_ASV_CASES,
 ';') and passes; they are the history's keys, so they never change spelling
 (kmicro/core/cases.py). A pass is built, compiled and checked
 against the float64 reference once per process; `time_pass` times one synchronised call
-(`backward` = forward+backward, as in `kmicro ops`). A combination the stack cannot run
+(`backward` = forward+backward, as in `kmicro ops`); `track_peak_bytes` its memory. A combination the stack cannot run
 (numpy backward, TensorFlow's channels_first conv on a CPU) is skipped, a wrong result fails.
 """
 import os
 
 from kmicro.backends.base import UnsupportedPass
 from kmicro.core import cases, timing
-from kmicro.harness.jobs.op import CaseData, check
+from kmicro.harness.jobs.op import CaseData, check, memory
 
 from .common import adapter, cached, named_cases, skip
 
@@ -57,3 +57,11 @@ class Ops:
         return self.compile_s
 
     track_compile_s.unit = "seconds"
+
+    def track_peak_bytes(self, case_id, pass_name):
+        """Peak bytes one call holds beyond its inputs and weights, by the backend's own
+        allocator (kmicro.harness.jobs.op.memory); NaN where the stack cannot tell."""
+        held = memory(self.ready)["peak_bytes"]
+        return float("nan") if held is None else held
+
+    track_peak_bytes.unit = "bytes"

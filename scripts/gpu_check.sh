@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GPU check: kmicro ops --device gpu for the jax and torch stacks on the default catalog.
+# GPU check: kmicro ops --device gpu for the jax and torch stacks on the default catalog (time
+# and memory), then an A/A of each on the GPU.
 #
 #   scripts/gpu_check.sh OUTDIR [WHEELHOUSE]
 #
@@ -8,7 +9,8 @@
 # with:  pip download -r requirements/gpu.txt -d WHEELHOUSE --python-version 3.11 --only-binary=:all:
 # If .venv already has GPU-enabled jax and torch, nothing is installed; if the machine's python3
 # has them (a CUDA image), .venv reuses them and only keras (+ small deps) is installed.
-# Writes OUTDIR/gpu.json (kmicro records), OUTDIR/gpu-table.txt and OUTDIR/environment.txt.
+# Writes OUTDIR/gpu.json (kmicro records, peak bytes included), OUTDIR/gpu-table.txt,
+# OUTDIR/gpu-memory.txt, OUTDIR/environment.txt and a GPU A/A per stack (aa-gpu-S.json/.txt).
 set -euo pipefail
 usage() { echo "usage: scripts/gpu_check.sh OUTDIR [WHEELHOUSE]" >&2; exit 2; }
 [ $# -ge 1 ] && [ $# -le 2 ] || usage
@@ -57,5 +59,13 @@ gpu_ready .venv/bin/python || { echo "gpu_check: jax/torch installed but they se
 { date -u; nvidia-smi -L; .venv/bin/python -m pip list 2>/dev/null | grep -Ei '^(keras|jax|torch|numpy|nvidia-cudnn)'; } \
   > "$out/environment.txt"
 # COLUMNS keeps the saved table readable; the JSON is the record of truth.
-COLUMNS=160 timeout 570 .venv/bin/kmicro ops --stacks jax,torch --device gpu \
+COLUMNS=160 timeout 300 .venv/bin/kmicro ops --stacks jax,torch --device gpu \
   --json "$out/gpu.json" | tee "$out/gpu-table.txt"
+# The same records' memory: peak bytes per pass by each framework's GPU allocator.
+COLUMNS=160 .venv/bin/kmicro report "$out/gpu.json" --metric memory > "$out/gpu-memory.txt"
+# A/A on the GPU with kmicro ab's defaults (a shorter budget): the smallest effect it tells
+# apart there.
+for s in jax torch; do
+  COLUMNS=160 timeout 200 .venv/bin/kmicro ab "$s" "$s" --device gpu --ops conv2d,batchnorm,dense \
+    --budget 90 --json "$out/aa-gpu-$s.json" > "$out/aa-gpu-$s.txt" 2>&1 || echo "gpu_check: A/A on $s failed" >&2
+done

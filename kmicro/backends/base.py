@@ -22,6 +22,8 @@ class Prepared:
     sync: Callable  # blocks until the outputs are computed, returns them
     outputs: Callable  # backend outputs -> (y, grads or None) as NumPy arrays
     device_of: Callable  # backend outputs -> "cpu" | "gpu": where they actually live
+    # () -> (peak bytes or None, how they were counted, or why not): called once, untimed
+    peak_memory: Callable = None
 
 
 class FamilyAdapter(object):

@@ -136,6 +136,10 @@ def print_op_tables(records, metric, console):
     """The tables of op records (one per op, layouts side by side), then their problems."""
     from kmicro.report import tables
 
+    timed = [r for r in records if r["status"] == "ok"]
+    if metric == "memory" and timed and not any("memory_method" in r for r in timed):
+        raise UsageError("--metric memory: these records have no memory figure (written before "
+                         "kmicro measured memory); run kmicro ops again for it")
     for table in tables.ops_tables(records, metric):
         console.print(table)
     layouts = tables.layout_table(records)

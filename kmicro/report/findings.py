@@ -26,6 +26,7 @@ DISPATCH_FLOOR = 3.0  # a stack whose fastest call is this many times the others
 NEAR_FLOOR = 1.5  # cases within this factor of their stack's fastest call are dispatch-bound
 BACKWARD_SHARE = 2 / 3  # backward at least twice the forward
 LOW_ROOFLINE = 0.05  # below 5 % of the attainable rate
+MEMORY_EFFECT = 1.5  # a stack holding this many times another's peak bytes in one row is named
 FAILED = ("wrong", "error", "timeout")
 
 
@@ -57,7 +58,7 @@ def op_findings(ops, peaks=None) -> list:
     if not ops:
         return []
     return (_failures(ops) + _disagreements(ops) + _slowest(ops) + _dispatch(ops)
-            + _backward(ops) + _layouts(ops) + _roofline(ops, peaks))
+            + _backward(ops) + _layouts(ops) + _roofline(ops, peaks) + _memory(ops))
 
 
 def _t(seconds) -> str:
@@ -161,6 +162,33 @@ def _slowest(ops) -> list:
             f"{op}: {slow['stack']} is {ratio:.3g}x slower than {fast['stack']} at "
             f"{_where(slow)} ({_t(slow['median_s'])} vs {_t(fast['median_s'])}){noise}; "
             f"{stack} is the slowest in {n} of {compared} {op} rows.", anchor("op", op))))
+    return [f for _, f in sorted(out, key=lambda pair: -pair[0])]
+
+
+def _memory(ops) -> list:
+    """Per layer type, the row where one stack holds the most memory against another (both
+    measured, both above zero), when it is at least MEMORY_EFFECT times: memory is what makes
+    a model run out of it on one backend. Each stack counts by its own allocator
+    (`memory_method`)."""
+    out = []
+    for op, rows in _rows_by_op(ops).items():
+        widest = None
+        for by_stack in rows:
+            held = [r for r in by_stack.values() if r["status"] == "ok" and r.get("peak_bytes")]
+            if len(held) < 2:
+                continue
+            most = max(held, key=lambda r: r["peak_bytes"])
+            least = min(held, key=lambda r: r["peak_bytes"])
+            ratio = most["peak_bytes"] / least["peak_bytes"]
+            if widest is None or ratio > widest[0]:
+                widest = (ratio, most, least)
+        if widest and widest[0] >= MEMORY_EFFECT:
+            ratio, most, least = widest
+            out.append((ratio, Finding(
+                f"{op}: {most['stack']}'s {_where(most)} holds {ratio:.3g}x {least['stack']}'s "
+                f"({tables.format_bytes(most['peak_bytes'])} vs "
+                f"{tables.format_bytes(least['peak_bytes'])} at its peak, each by its own "
+                "allocator's count).", anchor("op", op))))
     return [f for _, f in sorted(out, key=lambda pair: -pair[0])]
 
 

@@ -7,14 +7,15 @@ from collections import OrderedDict
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["METRICS", "NOISE", "PASS_LABELS", "QUIET", "case_rows", "family_of", "format_time",
-           "json_key",
+__all__ = ["METRICS", "NOISE", "PASS_LABELS", "QUIET", "case_rows", "family_of", "format_bytes",
+           "format_time", "json_key",
            "layout_pairs", "layout_table", "metric_value", "ops_tables", "problems",
            "short_case", "stack_device", "stack_names", "status_counts"]
 
 PASS_LABELS = OrderedDict([("forward", "fwd"), ("forward_train", "fwd (train)"),
                            ("backward", "fwd+bwd"), ("backward_only", "bwd (diff)")])
-METRICS = ("time", "gflops", "gbps")
+METRICS = ("time", "gflops", "gbps", "memory")
+LOWER_IS_BETTER = ("time", "memory")
 
 
 def stack_names(records) -> list:
@@ -23,9 +24,12 @@ def stack_names(records) -> list:
 
 
 def metric_value(record, metric):
-    """Seconds for time (lower is better), rates otherwise (higher is better)."""
+    """Seconds for time and peak bytes for memory (lower is better), rates otherwise (higher
+    is better)."""
     if record["status"] != "ok":
         return None
+    if metric == "memory":
+        return record.get("peak_bytes")
     seconds = record["median_s"]
     if metric == "time" or not seconds:
         return seconds
@@ -44,7 +48,7 @@ def case_rows(records):
         rows.setdefault((r["case"], r["pass"]), {})[r["stack"]] = r
         if r["pass"] == "backward" and r.get("backward_s") is not None:
             derived = dict(r, median_s=r["backward_s"], iqr_s=None, noisy=False,
-                           flops=(r.get("flops") or 0) * 2 // 3)
+                           flops=(r.get("flops") or 0) * 2 // 3, peak_bytes=None)
             # A difference within the fwd+bwd spread (launch-bound GPU cases) is not a time.
             if r["backward_s"] <= (r.get("iqr_s") or 0.0):
                 derived.update(status=NOISE, median_s=None)
@@ -61,17 +65,29 @@ def format_time(seconds) -> str:
     return f"{seconds * 1e9:.3g} ns"
 
 
+def format_bytes(n) -> str:
+    for unit, scale in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
+
+
 def _cell(record, metric, best) -> Text:
-    if record is None:
-        return Text("—", style="dim")
+    if record is None or (metric == "memory" and "memory_method" not in record):
+        return Text("—", style="dim")  # no record, or one from before memory was measured
     value = metric_value(record, metric)
+    if value is None and record["status"] == "ok":  # memory_method says why
+        return Text("not measured", style="dim")
     if value is None:
         return Text(record["status"], style="dim" if record["status"] in QUIET else "red")
-    if metric == "time":
-        text, ratio = format_time(value), value / best
+    if metric in LOWER_IS_BETTER:
+        text = format_time(value) if metric == "time" else format_bytes(value)
+        if not best:  # a pass that holds nothing (a view): no ratio to it
+            return Text(text, style="bold green" if value == 0 else "")
+        ratio = value / best
     else:
         text, ratio = f"{value:.3g}", best / value
-    mark = "~" if record.get("noisy") else ""
+    mark = "~" if record.get("noisy") and metric != "memory" else ""
     return Text(f"{mark}{text} ({ratio:.2g}x)", style="bold green" if ratio == 1 else "")
 
 
@@ -96,12 +112,14 @@ def ops_tables(records, metric="time") -> list:
     devices = {s: stack_device(records, s) for s in stacks}
     tables = OrderedDict()
     for case, pass_name, by_stack in case_rows(records):
+        if metric == "memory" and pass_name == "backward_only":
+            continue  # a difference of two times has no memory of its own
         family = family_of(next(iter(by_stack.values())))
         if family not in tables:
             tables[family] = _new_table(family, stacks, devices, metric)
         values = [v for v in (metric_value(by_stack.get(s) or {"status": "-"}, metric)
-                              for s in stacks) if v]
-        best = (min(values) if metric == "time" else max(values)) if values else None
+                              for s in stacks) if v is not None]
+        best = (min(values) if metric in LOWER_IS_BETTER else max(values)) if values else None
         tables[family].add_row(case.split("(")[0], short_case(case), PASS_LABELS[pass_name],
                                *[_cell(by_stack.get(s), metric, best) for s in stacks])
     order = {f: i for i, f in enumerate(ops.FAMILIES + ("user",))}
@@ -115,9 +133,11 @@ def stack_device(records, stack) -> str:
 
 def _new_table(family, stacks, devices, metric) -> Table:
     unit = {"time": "median time (ratio to fastest)", "gflops": "GFLOP/s (ratio to best)",
-            "gbps": "GB/s (ratio to best)"}[metric]
-    table = Table(title=f"{family} — {unit}; ~ = noisy (IQR/median > 10%)",
-                  title_justify="left")
+            "gbps": "GB/s (ratio to best)",
+            "memory": "peak bytes one call holds beyond its inputs and weights (ratio to "
+                      "least)"}[metric]
+    noisy = "" if metric == "memory" else "; ~ = noisy (IQR/median > 10%)"
+    table = Table(title=f"{family} — {unit}{noisy}", title_justify="left")
     table.add_column("layer")
     table.add_column("case")
     table.add_column("pass")

@@ -7,6 +7,8 @@ catalog (`prepare`) or from a model (`layer_pass`), so both are timed alike.
 """
 from __future__ import annotations
 
+import functools
+
 import keras
 import numpy as np
 
@@ -91,8 +93,10 @@ class Adapter(FamilyAdapter):
                                      grad_inputs=not getattr(op, "int_inputs", None))
         else:
             step = self.impl.forward(layer, xs, training, positional)
-        return Prepared(step=step, sync=self.impl.synchroniser(),
-                        outputs=self._outputs, device_of=self.impl.device_of)
+        sync = self.impl.synchroniser()
+        return Prepared(step=step, sync=sync, outputs=self._outputs,
+                        device_of=self.impl.device_of,
+                        peak_memory=functools.partial(self.impl.peak_memory, step, sync))
 
     def _outputs(self, out) -> tuple:
         """(y, grads) as NumPy arrays from a step's result."""

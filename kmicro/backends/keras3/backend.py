@@ -63,6 +63,11 @@ class Backend:
     def device_of(self, out) -> str:
         return "cpu"
 
+    def peak_memory(self, step, sync) -> tuple:
+        """(the most bytes one call of `step` holds at once beyond its inputs and weights, how
+        they were counted), or (None, why not): each backend reads its own allocator."""
+        return None, f"not measured: the {BACKEND} backend keeps no allocator statistics here"
+
     def to_numpy(self, t):
         return keras.ops.convert_to_numpy(t)
 

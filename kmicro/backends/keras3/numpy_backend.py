@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import tracemalloc
 
 import numpy as np
 
@@ -23,6 +24,18 @@ class Numpy(Backend):
         import jax
 
         return jax.enable_x64(True)
+
+    def peak_memory(self, step, sync):
+        tracemalloc.start()
+        try:
+            out = step()
+            held = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        del out
+        return held, ("tracemalloc during one call: NumPy's array buffers and Python's objects "
+                      "(buffers of the jax.numpy calls Keras' numpy backend makes for "
+                      "convolutions are not traced, only their NumPy copies)")
 
     def fwd_bwd(self, layer, xs, dy, positional=False, grad_inputs=True):
         raise UnsupportedPass("the numpy backend has no gradients (forward only)")

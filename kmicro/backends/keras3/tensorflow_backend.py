@@ -97,6 +97,18 @@ class TensorFlow(Backend):
     def device_of(self, out):
         return "gpu" if "GPU" in first(out).device.upper() else "cpu"
 
+    def peak_memory(self, step, sync):
+        if not self.has_gpu_device:
+            return None, ("not measured: TensorFlow keeps allocator statistics for GPUs and "
+                          "TPUs only (get_memory_info raises for the CPU)")
+        tf.config.experimental.reset_memory_stats("GPU:0")
+        before = tf.config.experimental.get_memory_info("GPU:0")["current"]
+        out = sync(step())
+        held = tf.config.experimental.get_memory_info("GPU:0")["peak"] - before
+        del out
+        return held, ("TensorFlow's GPU allocator: peak in use during one call, less what was "
+                      "in use before it")
+
 
 def _no_gradient_is_unsupported(grads, layer):
     """TensorFlow returns None for a gradient it has no kernel for: say so, not crash later."""

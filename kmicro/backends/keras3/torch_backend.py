@@ -66,6 +66,37 @@ class Torch(Backend):
     def device_of(self, out):
         return first(out).device.type.replace("cuda", "gpu")
 
+    def peak_memory(self, step, sync):
+        if self.has_gpu_device:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            before = torch.cuda.memory_allocated()
+            out = sync(step())
+            held = torch.cuda.max_memory_allocated() - before
+            del out
+            return held, ("CUDA caching allocator: torch.cuda.max_memory_allocated during one "
+                          "call, less what was allocated before it")
+        return _cpu_peak(step), ("torch profiler's allocation and free events of one call "
+                                 "(profile_memory=True), replayed into a peak")
+
+
+def _cpu_peak(step) -> int:
+    """The most bytes one call holds at once, from the profiler's "[memory]" events (one per
+    allocation, positive, or free, negative), in time order. Its outputs are still held when
+    the profile ends, so they count."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        out = step()
+    events = sorted(((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                     if e.name() == "[memory]"), key=lambda event: event[0])  # ties: as logged
+    held = peak = 0
+    for _, change in events:
+        held += change
+        peak = max(peak, held)
+    del out
+    return peak
+
 
 def _cuda_synchronize(out):
     torch.cuda.synchronize()

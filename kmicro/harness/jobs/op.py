@@ -12,7 +12,7 @@ from kmicro.core import cases, flops, ops, random_checks, records, reference, ti
 from kmicro.harness.protocol import Job, message, turn
 
 __all__ = ["KIND", "TOLERANCE", "CaseData", "job", "run", "blank_record", "check", "checked",
-           "insist_on_gpu"]
+           "insist_on_gpu", "memory"]
 
 KIND = "op"
 TOLERANCE = {"cpu": 1e-3, "gpu": 1e-2}  # GPU backends may use TF32 for conv/matmul
@@ -129,9 +129,25 @@ def _run_pass(adapter, case, pass_name, data, policy, paired=False) -> dict:
     m = timing.measure(prepared.step, prepared.sync, policy,
                        between=_handing_over(prepared) if paired else None)
     fields.update(m.summary(), status="ok", compile_s=fields["compile_s"])
+    fields.update(memory(prepared))
     if paired:  # the runner pairs these with the other side's blocks
         fields["samples_s"] = m.samples
     return fields
+
+
+def memory(prepared) -> dict:
+    """`peak_bytes` and `memory_method` of one more call of the pass, after its timing so the
+    allocator's accounting never runs between samples; None with the reason where the stack
+    cannot tell."""
+    if prepared.peak_memory is None:
+        return {"peak_bytes": None,
+                "memory_method": "not measured: kmicro reads no allocator statistics on Keras 1 "
+                                 "and 2 stacks (Theano, TensorFlow 1)"}
+    try:
+        held, method = prepared.peak_memory()
+    except Exception as exc:  # noqa: BLE001 - the time stands without its memory
+        return {"peak_bytes": None, "memory_method": "failed: " + message(exc)}
+    return {"peak_bytes": held, "memory_method": method}
 
 
 def _handing_over(prepared):

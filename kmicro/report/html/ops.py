@@ -26,8 +26,14 @@ def section(ops) -> str:
     return "<h2 id='ops'>Layers</h2>" + NOTE + _op_tables(ops) + _layout(ops) + listing
 
 
+MEMORY_NOTE = ("<p class='note'>Peak bytes one call holds beyond its inputs and weights, ratio "
+               "to the least in brackets; each stack counts with its own allocator (hover a "
+               "cell for how).</p>")
+
+
 def _op_tables(ops) -> str:
-    """Per layer family a heading, per op in it a table: rows case x pass, a cell per stack."""
+    """Per layer family a heading, per op in it a table of times (rows case x pass, a cell
+    per stack), then one of peak bytes where any stack measured them."""
     stacks = tables.stack_names(ops)
     header = ["case", "pass"] + [f"{s} ({tables.stack_device(ops, s)})" for s in stacks]
     by_family = OrderedDict()
@@ -35,14 +41,31 @@ def _op_tables(ops) -> str:
         values = [v for v in (tables.metric_value(r, "time") for r in by_stack.values()) if v]
         best = min(values) if values else None
         row = [cell(tables.short_case(case)), cell(tables.PASS_LABELS[pass_name])]
-        row += [_op_cell(by_stack.get(s), best) for s in stacks]
+        time_row = row + [_op_cell(by_stack.get(s), best) for s in stacks]
         family = tables.family_of(next(iter(by_stack.values())))
-        by_family.setdefault(family, OrderedDict()).setdefault(case.split("(")[0], []).append(row)
+        op = by_family.setdefault(family, OrderedDict()).setdefault(case.split("(")[0], ([], []))
+        op[0].append(time_row)
+        held = [r.get("peak_bytes") for r in by_stack.values() if r["status"] == "ok"]
+        if any(b is not None for b in held):
+            least = min(b for b in held if b is not None)
+            op[1].append(row + [_memory_cell(by_stack.get(s), least) for s in stacks])
     return "".join(
         f"<h3 id='{anchor('family', family)}'>{escape(family)}</h3>"
-        + "".join(f"<h4 id='{anchor('op', op)}'>{escape(op)}</h4>" + table(header, rows)
-                  for op, rows in by_op.items())
+        + "".join(f"<h4 id='{anchor('op', op)}'>{escape(op)}</h4>" + table(header, times)
+                  + (MEMORY_NOTE + table(header, memory) if memory else "")
+                  for op, (times, memory) in by_op.items())
         for family, by_op in by_family.items())
+
+
+def _memory_cell(record, least) -> str:
+    if record is None or record["status"] != "ok":
+        return cell("—", "num dim")
+    held = record.get("peak_bytes")
+    if held is None:
+        return cell("not measured", "num dim", title=record.get("memory_method"))
+    ratio = f" ({held / least:.2g}x)" if least else ""
+    return cell(tables.format_bytes(held) + ratio, "num best" if held == least else "num",
+                title=record.get("memory_method"))
 
 
 def _op_cell(record, best) -> str:

@@ -1,0 +1,79 @@
+"""Peak bytes per pass, on the real Keras 3 backends: a figure is at least what the pass must
+hold by construction (its output, and for fwd+bwd its gradients too) and within a stated factor
+of it; a stack that cannot tell says why; tables and the HTML report show the figures."""
+import numpy as np
+import pytest
+from conftest import ROOT
+
+from kmicro.core import cases, records, stacks
+from kmicro.harness import runner
+from kmicro.report import findings, html, tables
+
+FLOAT32 = 4
+# dense(units=64) at 8x32: y 8x64; fwd+bwd also dx 8x32, dW 32x64, db 64.
+DENSE = cases.parse_id("dense(units=64)@8x32")
+DENSE_FLOOR = {"forward": 8 * 64 * FLOAT32, "forward_train": 8 * 64 * FLOAT32,
+               "backward": (8 * 64 + 8 * 32 + 32 * 64 + 64) * FLOAT32}
+# conv2d(filters=8,kernel_size=3) at 2x8x8x4, valid padding: y 2x6x6x8; fwd+bwd also dx
+# 2x8x8x4, dW 3x3x4x8, db 8.
+CONV = cases.parse_id("conv2d(filters=8,kernel_size=3)@2x8x8x4/cl")
+CONV_FLOOR = {"forward": 2 * 6 * 6 * 8 * FLOAT32, "forward_train": 2 * 6 * 6 * 8 * FLOAT32,
+              "backward": (2 * 6 * 6 * 8 + 2 * 8 * 8 * 4 + 3 * 3 * 4 * 8 + 8) * FLOAT32}
+# Above the floor: a backend's temporaries (an activation kept for the backward, a transposed
+# copy, im2col for a conv) and, for NumPy, Python's own objects during the call.
+FACTOR = 8
+SLACK = 64 * 1024  # bytes of Python objects and small scratch any call may hold
+
+
+def run(stack_names, case_list, passes):
+    done = []
+    runner.run(stacks.resolve(stack_names), case_list, passes, runner.Options(quick=True),
+               done.append)
+    return done
+
+
+@pytest.mark.parametrize("stack", ["jax", "torch", "numpy"])
+def test_peak_bytes_hold_at_least_what_the_pass_must(stack):
+    passes = ("forward",) if stack == "numpy" else ("forward", "backward")
+    floors = {DENSE.id: DENSE_FLOOR, CONV.id: CONV_FLOOR}
+    for r in run([stack], [DENSE, CONV], passes):
+        assert r["status"] == "ok", r["error"]
+        floor = floors[r["case"]][r["pass"]]
+        assert floor <= r["peak_bytes"] <= FACTOR * floor + SLACK, (r["case"], r["pass"], r)
+        assert r["memory_method"] and not r["memory_method"].startswith("not measured")
+
+
+def test_a_stack_that_cannot_tell_says_why():
+    (r,) = run(["tensorflow"], [DENSE], ("forward",))
+    assert r["status"] == "ok" and r["median_s"] > 0
+    assert r["peak_bytes"] is None
+    assert r["memory_method"].startswith("not measured: TensorFlow keeps allocator statistics")
+
+
+def _record(stack, pass_name, peak, method="counted"):
+    return records.new("op", {"stack": stack, "device": "cpu"}, DENSE.id, pass_name, op="dense",
+                       layer="Dense", family="core", input_shape=[8, 32], data_format=None,
+                       status="ok", median_s=1e-4, iqr_s=1e-6, peak_bytes=peak,
+                       memory_method=method)
+
+
+def test_memory_tables_findings_and_report_render():
+    made = [_record("jax", "backward", 16384), _record("torch", "backward", 49152),
+            _record("tensorflow", "backward", None, "not measured: no statistics")]
+    (table,) = tables.ops_tables(made, "memory")
+    cells = [str(c) for col in table.columns for c in col._cells]
+    assert "16 KiB (1x)" in cells and "48 KiB (3x)" in cells and "not measured" in cells
+    (finding,) = [f.text for f in findings.op_findings(made) if "holds" in f.text]
+    assert finding.startswith("dense: torch's fwd+bwd of dense units=64 @ 8x32 holds 3x jax's")
+    page = html.render(made)
+    assert "Peak bytes one call holds" in page and "48 KiB (3x)" in page
+    assert np.isclose(tables.metric_value(made[1], "memory"), 49152)
+
+
+def test_memory_of_records_from_before_is_a_one_line_error(kmicro, tmp_path):
+    old = ROOT / "docs" / "results" / "gpu-h200-2026-11-29" / "gpu.json"
+    done = kmicro("report", str(old), "--metric", "memory")
+    assert done.returncode == 2 and not done.stdout
+    assert done.stderr.strip().splitlines() == [
+        "kmicro: error: --metric memory: these records have no memory figure (written before kmicro "
+        "measured memory); run kmicro ops again for it"]
