@@ -3,7 +3,7 @@ hold by construction (its output, and for fwd+bwd its gradients too) and within 
 of it; a stack that cannot tell says why; tables and the HTML report show the figures."""
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, load
 
 from kmicro.core import cases, records, stacks
 from kmicro.harness import runner
@@ -77,3 +77,18 @@ def test_memory_of_records_from_before_is_a_one_line_error(kmicro, tmp_path):
     assert done.stderr.strip().splitlines() == [
         "kmicro: error: --metric memory: these records have no memory figure (written before kmicro "
         "measured memory); run kmicro ops again for it"]
+
+
+def test_a_train_step_holds_at_least_its_gradients(kmicro, tmp_path):
+    out = tmp_path / "m.json"
+    done = kmicro("models", "--stacks", "torch,jax", "--models", "resnet_nobn", "--steps", "2",
+                  "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    got = {r["stack"]: r for r in load(out)}
+    torch = got["torch"]
+    assert torch["status"] == "ok" and torch["params"] > 0
+    assert torch["peak_bytes"] >= torch["params"] * FLOAT32, torch  # a gradient per weight
+    assert "step holds" in done.stdout
+    jax = got["jax"]
+    assert jax["status"] == "ok" and jax["peak_bytes"] is None
+    assert jax["memory_method"].startswith("not measured: Keras compiles a model's train step")

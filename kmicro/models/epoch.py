@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from kmicro.core import timing
+from kmicro.core import memory, timing
 from kmicro.models import augment as augment_mod
 from kmicro.models.data import one_hot, scale
 
@@ -33,6 +33,8 @@ class Trainer:
     device: Callable  # (x) -> "cpu" | "gpu": where the model's weights actually live
     optimizer: str  # the optimizer as this Keras built it
     params: int = 0
+    # (x, y) -> (peak bytes one train step holds beyond its batch, how counted) or (None, why)
+    peak_memory: Callable = None
 
 
 def steps_per_epoch(samples, batch_size) -> int:
@@ -101,4 +103,6 @@ def run(trainer: Trainer, data, spec, settings, clock=time.perf_counter) -> dict
         "eval_compile_s": e.compile_s, "eval_steps": n_test,
         "device": trainer.device(train[0][0]), "optimizer": trainer.optimizer,
         "params": trainer.params,
+        # one more train step, after the timed ones
+        **memory.fields(trainer.peak_memory, *train[1 + WARMUP]),
     }

@@ -2,7 +2,7 @@
 
 Rows are stacks (with the device that actually ran them), columns are models. A cell is
 seconds per 50,000-sample epoch with ms per step and the ratio to the fastest stack for
-that model; BN/no-BN divides resnet_bn by resnet_nobn per stack, report 001's question.
+that model, and the peak bytes one train step holds where the stack can tell; BN/no-BN divides resnet_bn by resnet_nobn per stack, report 001's question.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kmicro.models import published
+from kmicro.report.tables import format_bytes
 
 __all__ = ["BN_PAIR", "caption", "measured_table", "problems", "published_table"]
 
@@ -48,6 +49,8 @@ def _cell(record, best) -> Text:
     text = "{}{:.1f} s ({:.1f} ms) {:.2g}x\neval {:.1f} s".format(
         "~" if record.get("noisy") else "", record["epoch_s"], record["step_s"] * 1e3, ratio,
         record["eval_s"])
+    if record.get("peak_bytes") is not None:
+        text += "\nstep holds {}".format(format_bytes(record["peak_bytes"]))
     return Text(text, style="bold green" if ratio == 1 else "")
 
 

@@ -119,9 +119,14 @@ class Adapter(FamilyAdapter):
             raise UnsupportedPass(NO_GRADIENTS)
 
     def _trainer(self, model, optimizer) -> Trainer:
+        sync = self.impl.synchroniser()
+
+        def peak_memory(x, y):
+            return self.impl.peak_memory(functools.partial(model.train_on_batch, x, y), sync)
+
         return Trainer(train=model.train_on_batch, test=model.test_on_batch,
                        device=lambda x: self._device(model), optimizer=optimizer,
-                       params=model.count_params())
+                       params=model.count_params(), peak_memory=peak_memory)
 
     def _device(self, model) -> str:
         # Where the trained weights live is where the train step ran.

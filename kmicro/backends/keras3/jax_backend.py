@@ -70,6 +70,9 @@ class Jax(Backend):
     def peak_memory(self, step, sync):
         if self.wrap is not jax.jit:
             return None, "not measured: with --jit off there is no compiled pass to analyse"
+        if not hasattr(step.func, "lower"):  # a model's train step, jitted inside Keras
+            return None, ("not measured: Keras compiles a model's train step inside its "
+                          "trainer, where XLA's memory analysis is out of reach")
         analysis = step.func.lower(*step.args, **step.keywords).compile().memory_analysis()
         if analysis is None:
             return None, "not measured: this XLA backend has no memory analysis"

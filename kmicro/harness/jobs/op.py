@@ -9,6 +9,7 @@ import gc
 
 from kmicro.backends.base import UnsupportedPass
 from kmicro.core import cases, flops, ops, random_checks, records, reference, timing
+from kmicro.core.memory import fields as memory_fields
 from kmicro.harness.protocol import Job, message, turn
 
 __all__ = ["KIND", "TOLERANCE", "CaseData", "job", "run", "blank_record", "check", "checked",
@@ -139,15 +140,7 @@ def memory(prepared) -> dict:
     """`peak_bytes` and `memory_method` of one more call of the pass, after its timing so the
     allocator's accounting never runs between samples; None with the reason where the stack
     cannot tell."""
-    if prepared.peak_memory is None:
-        return {"peak_bytes": None,
-                "memory_method": "not measured: kmicro reads no allocator statistics on Keras 1 "
-                                 "and 2 stacks (Theano, TensorFlow 1)"}
-    try:
-        held, method = prepared.peak_memory()
-    except Exception as exc:  # noqa: BLE001 - the time stands without its memory
-        return {"peak_bytes": None, "memory_method": "failed: " + message(exc)}
-    return {"peak_bytes": held, "memory_method": method}
+    return memory_fields(prepared.peak_memory)
 
 
 def _handing_over(prepared):

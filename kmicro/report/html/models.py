@@ -5,6 +5,7 @@ from html import escape
 
 from kmicro.models import published
 from kmicro.report.html.markup import cell, seconds, table
+from kmicro.report.tables import format_bytes
 
 __all__ = ["FIELDS", "reference_section", "section"]
 
@@ -20,11 +21,20 @@ def section(models) -> str:
         status = cell(r["status"], None if ok else "bad", title=r.get("error"))
         rows.append([cell(r["stack"]), cell(r.get("case") or r["model"]), status]
                     + [cell(seconds(r.get(f)) if ok else "—", "num") for f in FIELDS]
-                    + [cell(f"{r.get('device') or '?'} {r.get('device_name') or ''}")])
-    header = ["stack", "model", "status", "epoch", "step", "eval", "compile", "device"]
+                    + [_memory(r) if ok else cell("—", "num"),
+                       cell(f"{r.get('device') or '?'} {r.get('device_name') or ''}")])
+    header = ["stack", "model", "status", "epoch", "step", "eval", "compile", "step holds",
+              "device"]
     return ("<h2 id='models'>Models</h2><p class='note'>Per stack and model: epoch (measured "
             "or extrapolated from the median step), median training step, evaluation, "
-            "first-call compile.</p>" + table(header, rows))
+            "first-call compile, the peak bytes one training step holds beyond its batch "
+            "(hover for how they were counted).</p>" + table(header, rows))
+
+
+def _memory(record) -> str:
+    held = record.get("peak_bytes")
+    text = "—" if held is None else format_bytes(held)
+    return cell(text, "num", title=record.get("memory_method"))
 
 
 def _of_report(number) -> list:
