@@ -88,7 +88,8 @@ def _cell(record, metric, best) -> Text:
     else:
         text, ratio = f"{value:.3g}", best / value
     mark = "~" if record.get("noisy") and metric != "memory" else ""
-    return Text(f"{mark}{text} ({ratio:.2g}x)", style="bold green" if ratio == 1 else "")
+    times = f"{ratio:.0f}x" if ratio >= 100 else f"{ratio:.2g}x"  # 110x, not 1.1e+02x
+    return Text(f"{mark}{text} ({times})", style="bold green" if ratio == 1 else "")
 
 
 def family_of(record) -> str:
