@@ -12,7 +12,7 @@ PY_theano-2019 := 3.7
 PY_tf1 := 3.7
 PY_keras1-theano := 3.6
 
-.PHONY: env legacy openblas chromium bench test calibrate clean asv-machine asv-check asv-quick asv-run \
+.PHONY: env legacy openblas chromium bench test validate validate-quick calibrate clean asv-machine asv-check asv-quick asv-run \
         asv-versions asv-find asv-html asv-preview asv-reference asv-keras1
 
 env: $(STAMP) .envs/theano/.installed
@@ -64,6 +64,13 @@ test: env chromium asv-machine
 	$(VENV)/bin/lint-imports --no-cache  # the layering contracts in pyproject.toml
 	$(VENV)/bin/python -m pytest -q -n 2 --dist loadgroup -m "not timing" --durations=15
 	$(VENV)/bin/python -m pytest -q -m timing --durations=10
+
+# Re-measure the claims of docs/validation.md here (scripts/validate; ARGS=--only aa,...).
+validate: env
+	$(VENV)/bin/python scripts/validate $(ARGS)
+
+validate-quick: env
+	$(VENV)/bin/python scripts/validate --quick $(ARGS)
 
 calibrate: env
 	$(VENV)/bin/kmicro calibrate --ops batchnorm,dense

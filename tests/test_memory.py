@@ -4,25 +4,11 @@ of it; a stack that cannot tell says why; tables and the HTML report show the fi
 import numpy as np
 import pytest
 from conftest import ROOT, load
+from known_memory import CONV, DENSE, FLOORS, within
 
-from kmicro.core import cases, records, stacks
+from kmicro.core import records, stacks
 from kmicro.harness import runner
 from kmicro.report import findings, html, tables
-
-FLOAT32 = 4
-# dense(units=64) at 8x32: y 8x64; fwd+bwd also dx 8x32, dW 32x64, db 64.
-DENSE = cases.parse_id("dense(units=64)@8x32")
-DENSE_FLOOR = {"forward": 8 * 64 * FLOAT32, "forward_train": 8 * 64 * FLOAT32,
-               "backward": (8 * 64 + 8 * 32 + 32 * 64 + 64) * FLOAT32}
-# conv2d(filters=8,kernel_size=3) at 2x8x8x4, valid padding: y 2x6x6x8; fwd+bwd also dx
-# 2x8x8x4, dW 3x3x4x8, db 8.
-CONV = cases.parse_id("conv2d(filters=8,kernel_size=3)@2x8x8x4/cl")
-CONV_FLOOR = {"forward": 2 * 6 * 6 * 8 * FLOAT32, "forward_train": 2 * 6 * 6 * 8 * FLOAT32,
-              "backward": (2 * 6 * 6 * 8 + 2 * 8 * 8 * 4 + 3 * 3 * 4 * 8 + 8) * FLOAT32}
-# Above the floor: a backend's temporaries (an activation kept for the backward, a transposed
-# copy, im2col for a conv) and, for NumPy, Python's own objects during the call.
-FACTOR = 8
-SLACK = 64 * 1024  # bytes of Python objects and small scratch any call may hold
 
 
 def run(stack_names, case_list, passes):
@@ -35,11 +21,9 @@ def run(stack_names, case_list, passes):
 @pytest.mark.parametrize("stack", ["jax", "torch", "numpy"])
 def test_peak_bytes_hold_at_least_what_the_pass_must(stack):
     passes = ("forward",) if stack == "numpy" else ("forward", "backward")
-    floors = {DENSE.id: DENSE_FLOOR, CONV.id: CONV_FLOOR}
     for r in run([stack], [DENSE, CONV], passes):
         assert r["status"] == "ok", r["error"]
-        floor = floors[r["case"]][r["pass"]]
-        assert floor <= r["peak_bytes"] <= FACTOR * floor + SLACK, (r["case"], r["pass"], r)
+        assert within(r["peak_bytes"], FLOORS[r["case"]][r["pass"]]), (r["case"], r["pass"], r)
         assert r["memory_method"] and not r["memory_method"].startswith("not measured")
 
 

@@ -254,7 +254,7 @@ def _base(sides, case_id, pass_name, rec_a, rec_b) -> dict:
                 malloc=rec_b.get("malloc"),
                 python=rec_b.get("python"), device=rec_b.get("device"),
                 device_name=rec_b.get("device_name"), jit=rec_b.get("jit"),
-                cpus=rec_b.get("cpus"))
+                cpus=rec_b.get("cpus"), kernel_env=rec_b.get("kernel_env"))
     return records.new(
         "ab", info, case_id, pass_name, stack_a=sides[0].stack.name,
         stack_b=sides[1].stack.name, versions_a=rec_a.get("versions", {}),

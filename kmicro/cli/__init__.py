@@ -11,14 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kmicro.cli import (ab, attribute, bisect, calibrate, compare, diagnose, env, models, ops,
-                        report, stack, stacks)
+from kmicro.cli import (ab, attribute, bisect, calibrate, compare, diagnose, env, machine,
+                        models, ops, report, stack, stacks)
 from kmicro.core.errors import NothingRan, UsageError
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-COMMANDS = (stacks, ops, models, attribute, diagnose, calibrate, compare, report, stack, env,
-            ab, bisect)
+COMMANDS = (stacks, machine, ops, models, attribute, diagnose, calibrate, compare, report, stack,
+            env, ab, bisect)
 
 
 class _Parser(argparse.ArgumentParser):

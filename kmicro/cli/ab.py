@@ -52,6 +52,9 @@ def run(args) -> int:
     console.print(ab_tables.summary(out.records), soft_wrap=True)
     for line in ab_tables.power_lines(out.records):
         console.print(line, soft_wrap=True)
+    hint = ab_tables.noise_hint(out.records)
+    if hint:
+        console.print(hint, soft_wrap=True)
     for line in tables.problems(out.records):
         console.print(f"[yellow]![/yellow] {line}", soft_wrap=True)
     console.print(f"results: {path} ({tables.status_counts(out.records)})")

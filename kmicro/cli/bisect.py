@@ -39,6 +39,7 @@ def run(args) -> int:
     from kmicro.analysis import bisect
     from kmicro.core import records
     from kmicro.core.errors import UsageError
+    from kmicro.report import ab_tables
 
     case = cases.parse_id(args.case)
     settings = common.judging_settings(args)
@@ -80,6 +81,9 @@ def run(args) -> int:
             console.print(f"  (after {end['rounds']} rounds the interval still reaches "
                           f"{end['ci_high'] - 1:+.1%}: a slowdown that small is not ruled out)",
                           soft_wrap=True)
+    hint = ab_tables.noise_hint([r for _, r in result.tested])
+    if hint:
+        console.print(hint, soft_wrap=True)
     console.print(f"results: {path}")
     return 0
 

@@ -40,6 +40,8 @@ def new(kind, info, case, pass_name, **fields) -> dict:
         # other work on the machine distorts timings; keep the evidence with the number
         "load_avg_1m": round(os.getloadavg()[0], 2), "cpu_count": os.cpu_count(),
         "cpus": info.get("cpus"),  # the CPUs the worker could run on (--same-cpu: one)
+        # the variables that select kernels and thread counts (kmicro/core/kernel_env.py)
+        "kernel_env": info.get("kernel_env"),
     }
     record.update(fields)
     return record

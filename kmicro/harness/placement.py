@@ -1,7 +1,7 @@
 """Which CPUs a worker process's threads may run on (Linux; elsewhere nothing is changed).
 
 On a small VM each vCPU changes speed on its own for seconds at a time (one read 1.6x slower
-than the other for 93 % of a 4 s trace, scripts/vcpu_speed.py), and the scheduler leaves a
+than the other for 93 % of a 4 s trace: `kmicro machine` measures it), and the scheduler leaves a
 thread where it last ran. Two processes timed back to back then differ by whichever vCPU each
 sits on: `kmicro ab`'s worker pairs read ratios of 0.63-1.39 for the same code. Placing both
 sides' bursts of a round on one CPU (on a larger machine, one half of its CPUs) takes that

@@ -13,6 +13,7 @@ import time
 
 from kmicro import backends
 from kmicro.backends.base import DeviceUnavailable
+from kmicro.core import kernel_env
 from kmicro.harness import protocol
 from kmicro.harness.jobs import ab, attribution, calibrate, graph, model, op
 
@@ -48,7 +49,7 @@ def _start(args):
             f"--device gpu, but stack {args.stack} sees no GPU (it would run on the CPU)")
     info = dict(adapter.info(), stack=args.stack, python=platform.python_version(),
                 requested_device=args.device, malloc=os.environ.get("GLIBC_TUNABLES", ""),
-                cpus=_cpus())
+                cpus=_cpus(), kernel_env=kernel_env.read())
     # The framework's million objects live as long as the worker: out of the collector's
     # way, each collection between passes costs a tenth of what it did (not in Python 3.6).
     gc.collect()

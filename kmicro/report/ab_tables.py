@@ -9,7 +9,7 @@ from rich.table import Table
 from kmicro.analysis import ab, ab_stats
 from kmicro.report.tables import PASS_LABELS, format_time, short_case
 
-__all__ = ["VERDICT_STYLE", "by_effect", "ab_table", "summary", "power_lines", "min_effect_of",
+__all__ = ["VERDICT_STYLE", "by_effect", "ab_table", "summary", "power_lines", "noise_hint", "min_effect_of",
            "resolved", "unsure", "verdict_label"]
 
 VERDICT_STYLE = {"slower": "bold red", "faster": "bold green", "same": ""}
@@ -101,3 +101,17 @@ def power_lines(records, most=8) -> list:
     if len(short) > most:
         lines.append(f"  and {len(short) - most} more (each record's `rounds_needed`)")
     return lines
+
+
+def noise_hint(records):
+    """One line when the median MDE is above the minimum effect: this machine's noise is
+    what limits the run, and `kmicro machine` measures it. None otherwise."""
+    measured = [r for r in records if r["status"] == "ok" and r.get("mde") is not None]
+    if not measured:
+        return None
+    mde, effect = statistics.median(r["mde"] for r in measured), min_effect_of(measured[0])
+    if mde <= effect:
+        return None
+    return (f"hint: the median MDE ({mde:.1%}) is above --min-effect ({effect:.0%}): "
+            "`kmicro machine` shows what limits it here; more --rounds, same-CPU rounds (the "
+            "default) or a quieter machine narrow it")

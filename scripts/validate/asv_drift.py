@@ -1,16 +1,17 @@
-"""The relative asv suite's own check (docs/asv.md): an A/A history and a planted commit.
+"""The relative asv suite's own check (the `asv-drift` claim of docs/validation.md): an A/A
+history and a planted commit.
 
 A throwaway clone of this repository at HEAD gets four commits that change nothing timed (a
-comment in docs/asv.md) and then one plant: kmicro's JAX forward of Conv2D also convolves 5
+comment in README.md) and then one plant: kmicro's JAX forward of Conv2D also convolves 5
 of the batch's 32 samples again and adds 0 x their mean (XLA cannot drop it: 0 x NaN is NaN),
 +15.6 % of the layer's forward work by construction. One `asv run --interleave-rounds` over
 the six commits times the relative suite (benchmarks/relative.py, this checkout's) and three
 absolute `time_pass` cases beside it; `asv publish` then writes its regressions page. The
 script prints every series over the six commits, the A/A spread, the plant's step, the
-regressions listed and the wall time.
+regressions listed and the wall time, and last the same as one JSON object.
 
     make asv-machine asv-reference BACKENDS=jax
-    .venv/bin/python scripts/asv_relative_history.py [--work /tmp/kmicro-relhist]
+    .venv/bin/python scripts/validate/asv_drift.py [--work /tmp/kmicro-relhist]
 """
 import argparse
 import json
@@ -20,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from kmicro import asvconf  # noqa: E402
@@ -76,9 +77,9 @@ def _history(repo):
     _git(repo, "config", "user.email", "history@example.invalid")
     _git(repo, "config", "user.name", "relative history")
     for i in range(1, 5):
-        with open(repo / "docs" / "asv.md", "a") as f:
+        with open(repo / "README.md", "a") as f:
             f.write(f"<!-- A/A commit {i}: nothing timed changes -->\n")
-        _git(repo, "commit", "-qam", f"A/A {i}: a comment in docs/asv.md")
+        _git(repo, "commit", "-qam", f"A/A {i}: a comment in README.md")
     source = repo / "kmicro" / "backends" / "keras3" / "jax_backend.py"
     text = source.read_text()
     assert text.count(PLANTED_FROM) == 1, "the JAX forward changed: update the plant"
@@ -102,7 +103,7 @@ def _summary(work, repo, wall):
     print(f"wall time of asv run: {wall:.0f} s for 6 commits ({wall / 6 / 60:.1f} min each)")
     print("commits:", " ".join(c[:8] for c in commits), "(the last is the plant)")
     outside5 = outside3 = 0
-    ratios = 0
+    ratios, steps = 0, {}
     for (name, combo), by_commit in sorted(series.items()):
         values = [by_commit.get(c) for c in commits]
         values = [None if v is None or v != v else v for v in values]  # NaN: not selected
@@ -116,6 +117,8 @@ def _summary(work, repo, wall):
             ratios += 1
             outside5 += any(abs(v - 1) > 0.05 for v in before)
             outside3 += any(abs(v - 1) > 0.03 for v in before)
+            if values[-1] is not None:
+                steps[", ".join(combo)] = values[-1] / sorted(before)[len(before) // 2]
     print(f"ratio series: {ratios}; with an A/A point outside ±5 %: {outside5}, "
           f"outside ±3 %: {outside3}")
     regressions = work / ".asv" / "html" / "regressions.json"
@@ -123,6 +126,9 @@ def _summary(work, repo, wall):
     print(f"asv publish's regressions page lists {len(listed)}:")
     for name, _, params, _, last, best, _ in listed:
         print(f"   {name} {json.dumps(params)}: {best:.4g} -> {last:.4g}")
+    print(json.dumps({"wall_s": wall, "commits": len(commits), "ratio_series": ratios,
+                      "aa_outside_5": outside5, "aa_outside_3": outside3,
+                      "plant_step": steps, "regressions": [r[0] for r in listed]}))
 
 
 def _combinations(params) -> list:

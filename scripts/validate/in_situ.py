@@ -1,11 +1,14 @@
-"""The torch in-situ profiler's overhead on a seed model's train step, read in interleaved
-blocks in one process (docs/attribute.md, issue 17): blocks of 10 steps plain; with kmicro's
+"""The torch in-situ profiler's overhead on a seed model's train step (the `in-situ` claim of
+docs/validation.md), read in interleaved blocks in one process: blocks of 10 steps plain; with kmicro's
 record_function ranges installed and no profiler; under kmicro's profile_steps (profiler and
 ranges); under the profiler without the ranges. Medians over ROUNDS rounds, each mode once per
 round, so the machine's drift hits every mode alike.
 
-    .venv/bin/python scripts/torch_in_situ_overhead.py [resnet_bn|cifar10_cnn] [ROUNDS] 2>/dev/null
+    .venv/bin/python scripts/validate/in_situ.py [resnet_bn|cifar10_cnn] [ROUNDS] 2>/dev/null
+
+Prints one line per mode, then the medians as one JSON object on the last line.
 """
+import json
 import os
 import statistics
 import sys
@@ -68,6 +71,8 @@ def main(name="resnet_bn", rounds=8):
         med = statistics.median(ms)
         print(f"{name} {mode:28s} {med * 1e3:7.1f} ms  x{med / plain:.2f}  "
               f"(rounds {min(ms) * 1e3:.1f}-{max(ms) * 1e3:.1f} ms)")
+    print(json.dumps({"model": name, "rounds": rounds,
+                      "median_s": {mode: statistics.median(ms) for mode, ms in medians.items()}}))
 
 
 if __name__ == "__main__":
