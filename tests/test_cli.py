@@ -41,6 +41,19 @@ def test_help_lists_the_command_modules_in_their_one_order(kmicro):
     assert listed == names
 
 
+def test_reference_names_every_command_and_flag():
+    """docs/reference.md is the reference: a flag added to a command must be documented."""
+    from kmicro.cli import build_parser
+
+    text = (ROOT / "docs" / "reference.md").read_text()
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    missing = [f"{name} {flag}" for name, parser in sub.choices.items()
+               for action in parser._actions for flag in action.option_strings
+               if flag.startswith("--") and flag != "--help"
+               and (f"kmicro {name}" not in text or flag not in text)]
+    assert not missing
+
+
 def test_parser_imports_neither_rich_nor_the_harness():
     """`kmicro --help` stays fast: commands import their heavy modules when they run."""
     code = ("import sys; from kmicro import cli; cli.build_parser(); "
