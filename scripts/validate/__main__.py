@@ -56,7 +56,7 @@ def main(argv=None) -> int:
             (out / "validation.json").write_text(json.dumps(doc, indent=1))
     markdown = to_markdown(doc)
     (out / "validation.md").write_text(markdown)
-    console.print(markdown, markup=False)
+    print(markdown)
     console.print(f"written: {out / 'validation.json'}, {out / 'validation.md'}")
     return 1 if any(c["status"] == "failed" for c in doc["claims"]) else 0
 

@@ -58,8 +58,8 @@ class Context:
     def run(self, argv, name, env=None) -> float:
         """Runs `argv` from the repository root, output in OUT/NAME.log; its wall seconds.
         A non-zero exit is a RuntimeError with the log's last line."""
-        shown = " ".join(str(a) for a in argv).replace(sys.executable + " -m kmicro.cli",
-                                                       "kmicro")
+        shown = (" ".join(str(a) for a in argv).replace(sys.executable + " -m kmicro.cli", "kmicro")
+                 .replace(str(self.out) + "/", "OUT/").replace(str(ROOT) + "/", ""))
         self.commands.append(shown)
         self.step(shown[:90])
         log = self.out / f"{name}.log"
@@ -190,15 +190,18 @@ def planted(ctx) -> list:
         walls.append(wall)
         for r in _ok(records):
             (planted_recs if r["op"] == "conv2d" else controls).append(r)
-    slower = [r for r in planted_recs if r["verdict"] == "slower"]
+    rows = []
+    for case in sorted({r["case"] for r in planted_recs}):
+        got = [r for r in planted_recs if r["case"] == case]
+        slower = sum(r["verdict"] == "slower" for r in got)
+        ratios = " ".join(f"{r['ratio']:.3f}" for r in got)
+        rows.append((f"planted {case} forward: called slower", f"{slower} of {len(got)} "
+                                                               f"(ratios {ratios})"))
     flagged = [r for r in controls if r["verdict"] != "same"]
-    ratios = sorted(r["ratio"] for r in planted_recs)
-    return [("planted Conv2D forward passes called slower",
-             f"{len(slower)} of {len(planted_recs)} ({repeats} runs)"),
-            ("their ratios (the plant's size)", f"{ratios[0]:.3f}-{ratios[-1]:.3f}"),
-            ("other passes flagged", f"{len(flagged)} of {len(controls)}"),
-            ("median MDE", _pct(statistics.median(r["mde"] for r in planted_recs + controls))),
-            ("wall per run", f"{statistics.median(walls):.0f} s")]
+    return rows + [
+        ("other passes flagged", f"{len(flagged)} of {len(controls)}"),
+        ("median MDE", _pct(statistics.median(r["mde"] for r in planted_recs + controls))),
+        ("wall per run", f"{statistics.median(walls):.0f} s")]
 
 
 def bisect_claim(ctx) -> list:

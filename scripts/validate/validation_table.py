@@ -14,9 +14,9 @@ def to_markdown(doc) -> str:
         rows = c["rows"] or [{"measurement": c["status"], "value": c["why"]}]
         lines += [f"| {r['measurement']} | {r['value']} | {doc['machine']} | {doc['date']} |"
                   for r in rows]
-        lines += ["", f"Re-measure: `.venv/bin/python scripts/validate --only {c['id']}`"
-                      f"{' --quick' if doc['quick'] else ''} (runs: {'; '.join(c['commands'])})",
-                  ""]
+        quick = " --quick" if doc["quick"] else ""
+        lines += ["", f"Re-measure: `.venv/bin/python scripts/validate --only {c['id']}{quick}` "
+                      f"(runs: {'; '.join(f'`{cmd}`' for cmd in c['commands'])})", ""]
     return "\n".join(lines)
 
 
