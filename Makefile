@@ -75,7 +75,7 @@ validate-quick: env
 calibrate: env
 	$(VENV)/bin/kmicro calibrate --ops batchnorm,dense
 
-# --- asv (docs/asv.md). asv.conf.json is written by `python -m kmicro.asvconf`. ---------
+# --- asv (docs/guide-asv.md). asv.conf.json is written by `python -m kmicro.asvconf`. ---------
 ASV := $(VENV)/bin/asv
 # virtualenv finds each stack's Python on PATH (pyenv versions are not all on it).
 space := $(subst ,, )
@@ -117,7 +117,7 @@ asv-versions: env asv-machine
 	$(ASV_ENV) $(ASV) --config asv.versions.conf.json run $(LAUNCH) $(INTERLEAVE) $(RANGE) \
 	  -b '$(or $(BENCH),$(ASV_QUICK))'
 
-# The relative suite's reference (benchmarks/relative.py, docs/asv.md): per backend of BACKENDS,
+# The relative suite's reference (benchmarks/relative.py, docs/guide-asv.md): per backend of BACKENDS,
 # stack asv-ref-BACKEND = that stack with kmicro itself at ASV_REFERENCE_REV, made once, kept.
 ASV_REFERENCE_REV ?= e9893ba
 asv-reference: env
@@ -148,7 +148,7 @@ asv-keras1: env asv-machine $(ASV_KERAS1_PY)
 	$(ASV_ENV) $(ASV) run -E existing:$(ASV_KERAS1_PY) --quick -n $(LAUNCH) \
 	  -b '$(or $(BENCH),$(ASV_QUICK))'
 
-# Bisect one benchmark over a commit range in one stack's asv environment (docs/asv-bisect.md):
+# Bisect one benchmark over a commit range in one stack's asv environment (docs/guide-asv.md):
 #   make asv-find RANGE=GOOD~1..BAD [BENCH=regex] [BACKEND=jax|tensorflow|torch|numpy|theano]
 asv-find: env asv-machine
 	@case '$(RANGE)' in *..*) ;; *) false;; esac && \
@@ -157,7 +157,7 @@ asv-find: env asv-machine
 	name=$$($(ASV_ENV) $(VENV)/bin/python scripts/asv_find_env.py $(BACKEND)) && \
 	$(ASV_ENV) $(ASV) find -E "$$name" --skip-save $(LAUNCH) $(RANGE) '$(or $(BENCH),$(ASV_QUICK))'
 
-# asv's pages with their JS/CSS local, viewable offline (docs/asv-html.md).
+# asv's pages with their JS/CSS local, viewable offline (docs/guide-asv.md).
 asv-html: env
 	$(ASV) publish
 	$(VENV)/bin/python scripts/asv_html.py .asv/html

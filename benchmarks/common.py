@@ -3,7 +3,7 @@
 asv re-runs `setup` before every sample (asv-runner >= 0.3), so anything slow (building a
 layer, compiling it, checking it) happens once per process through `cached`. The adapter (and
 so Keras and its backend) is imported lazily, in the benchmark's own process: a forkserver that
-preloaded it would fork a process already running the framework's threads (docs/asv.md).
+preloaded it would fork a process already running the framework's threads (docs/guide-asv.md).
 """
 import os
 import sys
@@ -16,7 +16,7 @@ BACKEND = os.environ.get("KERAS_BACKEND", "tensorflow")  # set by asv.conf.json'
 
 def _stack():
     """The built-in stack this environment is: its backend at this Python (theano 3.9, Keras 2;
-    keras1-theano 3.6, Keras 1: an existing environment, docs/asv.md); else Keras 3."""
+    keras1-theano 3.6, Keras 1: an existing environment, docs/guide-asv.md); else Keras 3."""
     python = "{}.{}".format(*sys.version_info[:2])
     same = [s for s in STACKS.values() if s.backend == BACKEND and s.python == python]
     return same[0] if same else STACKS["theano" if BACKEND == "theano" else "tensorflow"]

@@ -2,12 +2,12 @@
 
 `asv publish` draws one absolute time per commit, and this kind of VM drifts 10-35 % between
 runs, so a history of absolute times steps where nothing changed. Here every commit is timed
-*against a reference* in interleaved rounds (`kmicro ab`, docs/ab.md): drift hits both sides
+*against a reference* in interleaved rounds (`kmicro ab`, docs/guide-versions.md): drift hits both sides
 alike, and the stored value is this environment's time / the reference's (1.0 = as fast).
 
 The reference is a stack kmicro made once and keeps: `make asv-reference` builds
 `asv-ref-<backend>`, the backend's stack with kmicro itself pinned at ASV_REFERENCE_REV, so
-its workers run that fixed kmicro on the fixed packages (docs/asv.md). KMICRO_ASV_REFERENCE
+its workers run that fixed kmicro on the fixed packages (docs/guide-asv.md). KMICRO_ASV_REFERENCE
 names another stack. One `kmicro ab` per commit and environment (setup_cache) compares the
 whole selection; the 95 % intervals, rounds and both sides' versions go to a sidecar,
 `.asv/relative/<commit>-<environment>.json`, a kmicro results file (`kmicro report` shows it).
@@ -30,7 +30,7 @@ SELECTION = list(dict.fromkeys(cases.select(OPS, data_format="auto") + named_cas
 REFERENCE = os.environ.get("KMICRO_ASV_REFERENCE") or f"asv-ref-{BACKEND}"
 # A history point is one estimate per commit. Both sides of every round run on one CPU
 # (`kmicro ab --same-cpu`): this VM's vCPUs change speed apart from each other, and worker
-# pairs on different vCPUs read the same code 0.63-1.39x (jax A/A, docs/asv.md). Passes that
+# pairs on different vCPUs read the same code 0.63-1.39x (jax A/A, docs/guide-asv.md). Passes that
 # stay unsettled (their 99 % interval still reaching past 3 %) get more rounds over more worker
 # pairs than `kmicro ab`'s defaults (25 rounds, 5 pairs). Settled passes stop as before.
 SETTINGS = {"max_rounds": 40, "processes": 8, "same_cpu": True}  # overrides of ab.Settings

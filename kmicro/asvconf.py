@@ -37,7 +37,7 @@ BACKEND_PACKAGES = {"tensorflow": {"tensorflow-cpu"}, "jax": {"jax", "jaxlib"},
 SETUPTOOLS = {"3.11": "84.2.1", "3.9": "82.0.1"}
 HEADER = """\
 // Written by `python -m kmicro.asvconf` from kmicro/core/stacks.py and requirements/*.txt:
-// edit those and regenerate (tests/test_asv.py fails when this file is stale). See docs/asv.md.
+// edit those and regenerate (tests/test_asv.py fails when this file is stale). See docs/guide-asv.md.
 """
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Keras history docs/ab.md bisects: a clone of keras-team/keras whose branch
+# The Keras history docs/validation.md bisects: a clone of keras-team/keras whose branch
 # `planted-history` replays the 25 first-parent commits v3.15.0~25..v3.15.0 (none touches
 # BatchNormalization) onto v3.15.0~25, the 13th also adding one reduction over the input to
 # BatchNormalization.call. v3.15.0 itself is the same history without the plant.

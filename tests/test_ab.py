@@ -157,7 +157,7 @@ def test_a_planted_slowdown_is_slower_and_its_reverse_faster(slow_numpy, tmp_pat
     assert p.returncode == 0, p.stderr
     r = the_case(out)
     # Calling Dense.call twice (not the whole layer call): 1.29-1.47x in the runs measured
-    # (docs/measurements.md, "Which tests assert measured times").
+    # (docs/validation.md, "CI time").
     assert r["verdict"] == "slower" and r["ratio"] > 1.25, r
     back = kmicro("ab", slow_numpy, "numpy", *DENSE, *ENOUGH, "--json", str(out))
     assert back.returncode == 0 and the_case(out)["verdict"] == "faster", back.stdout

@@ -5,7 +5,7 @@ commits, one of which plants a sleep in the numpy backend's sync. Real `asv mach
 `asv find` run in a virtualenv from `python -m kmicro.asvconf --backends numpy --no-keras2
 --lean` (Keras, NumPy and friends, and JAX, which Keras' numpy backend imports; no TensorFlow
 or torch), into which asv reinstalls kmicro at every commit it bisects (an `existing`
-environment would not: docs/asv-bisect.md). The environment lives in ~/.cache/kmicro/
+environment would not: docs/guide-asv.md). The environment lives in ~/.cache/kmicro/
 asv-env-find ($KMICRO_ASV_FIND_ENV) and is reused while its pins match (measured: about
 4.5 min cold, 1 min warm).
 asv gets its own HOME, so ~/.asv-machine.json is left alone.
@@ -163,7 +163,7 @@ def test_asv_find_names_the_commit_that_slowed_the_numpy_forward(tmp_path):
     out = p.stdout + p.stderr
     print(f"asv find: {took:.0f} s\n{summary(out)}")
     assert p.returncode == 0, out
-    # A failing benchmark does not stop asv find: it still names a commit (docs/asv-bisect.md).
+    # A failing benchmark does not stop asv find: it still names a commit (docs/guide-asv.md).
     assert not re.search(r"\d+/\d+ failed", out), out
     found = re.search(r"Greatest regression found: ([0-9a-f]{8})", out)
     assert found, out

@@ -276,7 +276,7 @@ def test_profiled_steps_are_split_over_sessions_and_merged_in_order():
 @needs("tensorflow", "jax", "torch")
 @pytest.mark.timing
 def test_in_situ_parts_add_up_and_the_expensive_layer_ranks_first(tmp_path):
-    """The conv has 5-19x the time of the next layer on a quiet machine (docs/attribute.md)."""
+    """The conv has 5-19x the time of the next layer on a quiet machine (docs/guide-model-step.md)."""
     out = tmp_path / "a.json"
     p = kmicro_attribute("--model", "user_models:one_expensive", "--stacks",
                          "tensorflow,jax,torch", "--in-situ", "--steps", "3", "--quick",

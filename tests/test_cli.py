@@ -1,5 +1,6 @@
 """The CLI as a user runs it: a subprocess, real stacks, real files."""
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -46,11 +47,13 @@ def test_reference_names_every_command_and_flag():
     from kmicro.cli import build_parser
 
     text = (ROOT / "docs" / "reference.md").read_text()
+    sections = {part.split("\n", 1)[0].strip(): part for part in text.split("\n### kmicro ")[1:]}
     sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert list(sections) == list(sub.choices)
     missing = [f"{name} {flag}" for name, parser in sub.choices.items()
                for action in parser._actions for flag in action.option_strings
                if flag.startswith("--") and flag != "--help"
-               and (f"kmicro {name}" not in text or flag not in text)]
+               and not re.search(rf"(?<![\w-]){flag}(?![\w-])", sections[name])]
     assert not missing
 
 

@@ -1,5 +1,5 @@
 """kmicro calibrate --independent: kmicro's own measurement against a loop written apart from
-kmicro, on real stacks. Whether the two agree is measured (docs/measurements.md), not asserted."""
+kmicro, on real stacks. Whether the two agree is measured (docs/validation.md), not asserted."""
 import json
 import os
 import statistics

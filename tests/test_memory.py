@@ -4,7 +4,7 @@ of it; a stack that cannot tell says why; tables and the HTML report show the fi
 import numpy as np
 import pytest
 from conftest import ROOT, load
-from known_memory import CONV, DENSE, FLOORS, within
+from known_memory import CONV, DENSE, FLOAT32, FLOORS, within
 
 from kmicro.core import records, stacks
 from kmicro.harness import runner

@@ -69,7 +69,7 @@ def test_fast_calls_are_averaged_over_loops_per_sample():
 
 
 def test_warm_up_outlasts_the_slow_start_of_a_fresh_pass():
-    # A pass runs 1.5x slower for its first 0.1 s (measured: up to 2.4x, docs/measurements.md).
+    # A pass runs 1.5x slower for its first 0.1 s (measured: up to 2.4x, docs/validation.md).
     # Seven tight samples of the slow start used to end the measurement there.
     durations = [0.0015] * 67 + [0.001] * 100_000
     slow_start = timing.Policy(warmup=2, warmup_s=0.0, min_samples=7, min_sample_s=0.0)

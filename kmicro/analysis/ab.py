@@ -35,7 +35,7 @@ class Settings:
     # on a larger machine half of them), the waiting side on the others: the vCPUs' own
     # speeds then cancel in the ratio (kmicro/harness/placement.py). Workers start on a set
     # each, so their frameworks size their thread pools for it. An A/A's median MDE: 4.7-5.4
-    # % with it, 10.6-12.6 % without (docs/ab.md).
+    # % with it, 10.6-12.6 % without (docs/validation.md).
     same_cpu: bool = True
 
 
@@ -137,7 +137,7 @@ def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress,
 def _start_cpus(settings, pair_no) -> list:
     """With same_cpu, each worker of pair `pair_no` starts on a CPU set of its own
     (placement.apart): its bursts run on one set, and a framework started on more keeps a
-    larger thread pool there (kmicro's JAX read 2.2x in docs/measurements.md, "Paired
+    larger thread pool there (kmicro's JAX read 2.2x in docs/validation.md, "Paired
     turns")."""
     return placement.apart(placement.halves(settings.same_cpu), 2, first=pair_no)
 

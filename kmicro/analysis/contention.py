@@ -12,7 +12,7 @@ import statistics
 __all__ = ["TOLERATED", "typical_load", "caveat_lines"]
 
 # A stack's median on a quiet 2-core VM: 0.00-0.04 (single records up to 0.17: /proc/stat
-# counts in 10 ms ticks); beside one busy process: 0.30-0.50 (docs/attribute.md).
+# counts in 10 ms ticks); beside one busy process: 0.30-0.50 (docs/guide-model-step.md).
 TOLERATED = 0.15
 
 

@@ -3,7 +3,7 @@
 Framework-free: the facts come from "graph" jobs (kmicro/harness/jobs/graph.py) that the
 runner sends to a worker of each stack, with its timeouts and restarts; a THEANO_FLAGS
 variant (fixed at import) gets its own worker. This module turns facts into findings with a
-`meaning` for users, and findings into records (JSON) and a table. See docs/diagnose.md.
+`meaning` for users, and findings into records (JSON) and a table. See docs/guide-model-step.md.
 """
 from __future__ import annotations
 

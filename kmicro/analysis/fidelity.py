@@ -107,7 +107,7 @@ class _Sides:
     round's. Taking turns on two CPUs instead, a side's helper threads (torch's OpenMP
     worker: nearly as much CPU time as the main thread) still spin on the other CPU while the
     other side is timed: torch Dense(10) forward read 1.31x (0.93-1.51) across six fresh
-    process pairs, 1.002 on one CPU. docs/measurements.md, "Paired turns"."""
+    process pairs, 1.002 on one CPU. docs/validation.md, "Fidelity against an independent loop"."""
 
     def __init__(self, stack, options, same_cpu=True):
         self.stack, self.options = stack, options

@@ -26,7 +26,7 @@ class Policy:
 
     warmup: int = 2  # calls before sampling, at least...
     # ...and at least this long: a pass runs slower for its first ~100 ms after the worker
-    # compiled, checked or idled (up to 2.4x, see docs/measurements.md "Fidelity"); an early
+    # compiled, checked or idled (up to 2.4x, see docs/validation.md, "Fidelity against an independent loop"); an early
     # stop on 7 tight samples would otherwise report that transient.
     warmup_s: float = 0.2
     min_samples: int = 7
@@ -139,7 +139,7 @@ def _collector_off():
     """Python's garbage collector off while timing, as timeit, pyperf and torch's Timer do, so
     kmicro's samples and the framework's standard timer measure alike: torch Dense(10) forward
     read 9 % slower in the independent loop with the collector on than with torch's Timer
-    (docs/measurements.md, "Paired turns")."""
+    (docs/validation.md, "Fidelity against an independent loop")."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -1,4 +1,4 @@
-"""A planted slowdown for measuring `kmicro ab` (docs/ab.md): on a stack whose PYTHONPATH holds
+"""A planted slowdown for measuring `kmicro ab` (docs/guide-versions.md): on a stack whose PYTHONPATH holds
 this directory, the Keras layer named by PLANT_LAYER returns `out + ops.mean(out) * 0.0`, one
 more reduction over its output that XLA cannot drop (0 x NaN is NaN).
 
