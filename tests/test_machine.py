@@ -48,3 +48,16 @@ def test_bad_input_is_one_line_exit_2(args, text):
     assert done.returncode == 2 and not done.stdout
     (line,) = done.stderr.strip().splitlines()
     assert text in line
+
+
+def test_ab_and_bisect_hint_at_kmicro_machine_only_when_the_mde_is_above_the_min_effect():
+    from kmicro.report import ab_tables
+
+    def record(mde):
+        return {"status": "ok", "mde": mde, "min_effect": 0.03}
+
+    line = ab_tables.noise_hint([record(0.02), record(0.05), record(0.06)])
+    assert line.startswith("hint: the median MDE (5.0%) is above --min-effect (3%)")
+    assert "`kmicro machine`" in line
+    assert ab_tables.noise_hint([record(0.02), record(0.025), record(0.06)]) is None
+    assert ab_tables.noise_hint([{"status": "error", "mde": None}]) is None
