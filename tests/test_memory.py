@@ -76,3 +76,12 @@ def test_a_train_step_holds_at_least_its_gradients(kmicro, tmp_path):
     jax = got["jax"]
     assert jax["status"] == "ok" and jax["peak_bytes"] is None
     assert jax["memory_method"].startswith("not measured: Keras compiles a model's train step")
+
+
+def test_theano_reads_its_memory_profile_per_call():
+    """Theano prints whole KB, rounded down: its figure may sit up to 1 KiB under the floor."""
+    for r in run(["theano"], [DENSE, CONV], ("forward", "backward")):
+        assert r["status"] == "ok", r["error"]
+        floor = FLOORS[r["case"]][r["pass"]]
+        assert r["peak_bytes"] % 1024 == 0 and within(r["peak_bytes"] + 1023, floor), r
+        assert r["memory_method"].startswith("Theano's memory profile of one call")

@@ -128,8 +128,11 @@ class Adapter(FamilyAdapter):
                 grads[index] = to_reference(grads[index])
             return arrays[0], grads
 
+        peak = getattr(self.impl, "peak_memory", None)  # Theano's profiler; TF1 has none
         return Prepared(step=lambda: fn(feed), sync=_synchronous, outputs=split,
-                        device_of=lambda out: self.impl.device_of(fn.fn, feed))
+                        device_of=lambda out: self.impl.device_of(fn.fn, feed),
+                        peak_memory=peak and (lambda: peak(
+                            lambda: K.function(fn_inputs, outputs), feed)))
 
     # ---- models -------------------------------------------------------------------------
 
