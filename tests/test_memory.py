@@ -74,8 +74,8 @@ def test_a_train_step_holds_at_least_its_gradients(kmicro, tmp_path):
     assert torch["peak_bytes"] >= torch["params"] * FLOAT32, torch  # a gradient per weight
     assert "step holds" in done.stdout
     jax = got["jax"]
-    assert jax["status"] == "ok" and jax["peak_bytes"] is None
-    assert jax["memory_method"].startswith("not measured: Keras compiles a model's train step")
+    assert jax["status"] == "ok" and jax["peak_bytes"] >= jax["params"] * FLOAT32, jax
+    assert jax["memory_method"].startswith("XLA's memory analysis of the model's train step")
 
 
 def test_theano_reads_its_memory_profile_per_call():

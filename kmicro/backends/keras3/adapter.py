@@ -122,6 +122,8 @@ class Adapter(FamilyAdapter):
         sync = self.impl.synchroniser()
 
         def peak_memory(x, y):
+            if hasattr(self.impl, "train_step_memory"):  # jax: Keras jits the step itself
+                return self.impl.train_step_memory(model, x, y)
             return self.impl.peak_memory(functools.partial(model.train_on_batch, x, y), sync)
 
         return Trainer(train=model.train_on_batch, test=model.test_on_batch,

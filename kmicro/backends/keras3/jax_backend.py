@@ -70,18 +70,33 @@ class Jax(Backend):
     def peak_memory(self, step, sync):
         if self.wrap is not jax.jit:
             return None, "not measured: with --jit off there is no compiled pass to analyse"
-        if not hasattr(step.func, "lower"):  # a model's train step, jitted inside Keras
-            return None, ("not measured: Keras compiles a model's train step inside its "
-                          "trainer, where XLA's memory analysis is out of reach")
-        analysis = step.func.lower(*step.args, **step.keywords).compile().memory_analysis()
-        if analysis is None:
-            return None, "not measured: this XLA backend has no memory analysis"
-        held = (analysis.temp_size_in_bytes + analysis.output_size_in_bytes
-                - analysis.alias_size_in_bytes)
-        return int(held), ("XLA's memory analysis of the compiled pass: temporaries and "
-                           "outputs as buffer assignment lays them out (scratch a library "
-                           "kernel allocates for itself is not in it)")
+        return _analysed(step.func.lower(*step.args, **step.keywords), "the compiled pass")
+
+    def train_step_memory(self, model, x, y):
+        """(bytes, method) of one training step: the model's `train_step` jitted as Keras
+        jits it (the state donated) and lowered on this batch, then XLA's memory analysis.
+        Keras' own jitted step is out of reach inside its trainer; this one compiles the
+        same function again, untimed."""
+        if self.wrap is not jax.jit:
+            return None, "not measured: with --jit off there is no compiled step to analyse"
+        state = model._get_jax_state(trainable_variables=True, non_trainable_variables=True,
+                                     optimizer_variables=True, metrics_variables=True,
+                                     purge_model_variables=False)
+        lowered = jax.jit(model.train_step, donate_argnums=0).lower(state, (x, y, None))
+        return _analysed(lowered, "the model's train step, jitted as Keras jits it")
 
     def device_of(self, out):
         return "gpu" if next(iter(first(out).devices())).platform == "gpu" else "cpu"
 
+
+def _analysed(lowered, what) -> tuple:
+    """(bytes, method) from XLA's memory analysis of `lowered`: temporaries and outputs,
+    less the outputs that reuse donated inputs."""
+    analysis = lowered.compile().memory_analysis()
+    if analysis is None:
+        return None, "not measured: this XLA backend has no memory analysis"
+    held = (analysis.temp_size_in_bytes + analysis.output_size_in_bytes
+            - analysis.alias_size_in_bytes)
+    return int(held), ("XLA's memory analysis of {}: temporaries and outputs as buffer "
+                       "assignment lays them out (scratch a library kernel allocates for "
+                       "itself is not in it)".format(what))
