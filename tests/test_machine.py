@@ -9,7 +9,8 @@ from conftest import KMICRO, ROOT, load, run_kmicro
 # One xdist worker runs these: the A/A times on both CPUs.
 pytestmark = pytest.mark.xdist_group("machine")
 
-FACTS = ("CPU model", "CPUs kmicro may use", "load average (1, 5, 15 min)", "frequency governor", "turbo",
+FACTS = ("CPU model", "CPUs kmicro may use", "load average (1, 5, 15 min)", "frequency governor",
+         "turbo",
          "isolated CPUs", "time stolen by other guests")
 
 

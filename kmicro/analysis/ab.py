@@ -137,8 +137,8 @@ def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress,
 def _start_cpus(settings, pair_no) -> list:
     """With same_cpu, each worker of pair `pair_no` starts on a CPU set of its own
     (placement.apart): its bursts run on one set, and a framework started on more keeps a
-    larger thread pool there (kmicro's JAX read 2.2x in docs/validation.md, "Paired
-    turns")."""
+    larger thread pool there (kmicro's JAX read 2.2x: docs/validation.md, "Fidelity
+    against an independent loop")."""
     return placement.apart(placement.halves(settings.same_cpu), 2, first=pair_no)
 
 

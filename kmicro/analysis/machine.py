@@ -19,7 +19,7 @@ from kmicro.analysis import ab, ab_stats
 from kmicro.harness import placement
 
 __all__ = ["Fact", "system_facts", "Drift", "vcpu_drift", "SMALL_CASE", "LARGE_CASE",
-           "AA_PASSES", "aa_settings", "run_aa", "expected_mde", "advice"]
+           "AA_PASSES", "aa_settings", "run_aa", "expected_mde", "smallest_effect", "advice"]
 
 SMALL_CASE = "dense(units=10)@32x512"
 LARGE_CASE = "batchnorm()@32x32x32x16/cl"
@@ -91,8 +91,7 @@ def system_facts() -> list:
         Fact("turbo", turbo, "neither intel_pstate/no_turbo nor cpufreq/boost in /sys"),
         Fact("frequency (MHz, per CPU)", " ".join(f"{v:.0f}" for v in mhz) if mhz else None,
              "/proc/cpuinfo has no cpu MHz"),
-        Fact("isolated CPUs", _read(f"{_CPU}/isolated") or "none",
-             ""),
+        Fact("isolated CPUs", _read(f"{_CPU}/isolated") or "none"),
         Fact("time stolen by other guests", f"{steal:.1%}" if steal is not None else None,
              "/proc/stat has no steal time"),
     ]

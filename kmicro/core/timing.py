@@ -26,8 +26,9 @@ class Policy:
 
     warmup: int = 2  # calls before sampling, at least...
     # ...and at least this long: a pass runs slower for its first ~100 ms after the worker
-    # compiled, checked or idled (up to 2.4x, see docs/validation.md, "Fidelity against an independent loop"); an early
-    # stop on 7 tight samples would otherwise report that transient.
+    # compiled, checked or idled (up to 2.4x, see docs/validation.md, "Fidelity against an
+    # independent loop"); an early stop on 7 tight samples would otherwise report that
+    # transient.
     warmup_s: float = 0.2
     min_samples: int = 7
     max_samples: int = 200

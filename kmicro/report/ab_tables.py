@@ -7,10 +7,10 @@ import statistics
 from rich.table import Table
 
 from kmicro.analysis import ab, ab_stats
-from kmicro.report.tables import PASS_LABELS, format_time, short_case
+from kmicro.report.tables import PASS_LABELS, case_label, format_time
 
-__all__ = ["VERDICT_STYLE", "by_effect", "ab_table", "summary", "power_lines", "noise_hint", "min_effect_of",
-           "resolved", "unsure", "verdict_label"]
+__all__ = ["VERDICT_STYLE", "by_effect", "ab_table", "summary", "power_lines", "noise_hint",
+           "min_effect_of", "resolved", "unsure", "verdict_label"]
 
 VERDICT_STYLE = {"slower": "bold red", "faster": "bold green", "same": ""}
 
@@ -52,7 +52,7 @@ def ab_table(records) -> Table:
                 "MDE", "rounds"):
         table.add_column(col, justify="left" if col in ("case", "pass", "verdict") else "right")
     for r in by_effect(records):
-        label = f"{r.get('op') or ''} {short_case(r['case'])}".strip()
+        label = case_label(r)
         pass_label = PASS_LABELS.get(r["pass"], r["pass"])
         if r["status"] != "ok":
             table.add_row(label, pass_label, "", "", "", "", r["status"], "", "")
@@ -93,7 +93,7 @@ def power_lines(records, most=8) -> list:
              + ("" if short else "; every verdict can be read at that size")]
     for r in short[:most]:
         needed = ab_stats.rounds_needed(r["mde"], r["rounds"], min_effect_of(r))
-        label = f"{r.get('op') or ''} {short_case(r['case'])}".strip()
+        label = case_label(r)
         lines.append(f"  {label} {PASS_LABELS.get(r['pass'], r['pass'])}: MDE {r['mde']:.1%} "
                      f"after {r['rounds']} rounds; "
                      + (f"about {needed} rounds would resolve {min_effect_of(r):.0%} (--rounds)"

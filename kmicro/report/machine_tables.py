@@ -6,7 +6,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kmicro.analysis import ab, machine
-from kmicro.report.tables import PASS_LABELS, short_case
+from kmicro.report.tables import PASS_LABELS, case_label
 
 __all__ = ["facts_table", "drift_table", "env_table", "aa_table", "verdict_line"]
 
@@ -30,7 +30,8 @@ def drift_table(drift) -> Table:
     title = (f"vCPU speed: every CPU runs the same loop at once, {drift.bins} bins of "
              f"{machine.BIN_S * 1e3:g} ms")
     if not drift.slow_share:
-        return _two_columns(title, [("drift", f"[yellow]not measured[/yellow]: {drift.why_not}")])
+        return _two_columns(title, [("drift",
+                                     f"[yellow]not measured[/yellow]: {drift.why_not}")])
     rows = [(f"cpu {cpu}", f"slow (> {machine.SLOW_BIN}x its fast bins) in {share:.0%} of "
                            f"bins; median bin {drift.median_x[cpu]:.2f}x its fast bins")
             for cpu, share in drift.slow_share.items()]
@@ -50,16 +51,18 @@ def env_table(variables) -> Table:
 def aa_table(records) -> Table:
     table = Table(title=f"A/A: the same stack on both sides, {ab.Settings.max_rounds} rounds "
                         "at most, no early stop")
-    for col in ("case", "pass", "rounds", "B/A", "MDE now", f"MDE at {ab.Settings.max_rounds} rounds"):
+    for col in ("case", "pass", "rounds", "B/A", "MDE now",
+                f"MDE at {ab.Settings.max_rounds} rounds"):
         table.add_column(col, justify="left" if col in ("case", "pass") else "right")
     for r in records:
-        label = f"{r.get('op') or ''} {short_case(r['case'])}".strip()
+        label = case_label(r)
         pass_label = PASS_LABELS.get(r["pass"], r["pass"])
         if r["status"] != "ok":
-            table.add_row(label, pass_label, "", "", r["status"], escape(str(r.get("error"))[:60]))
+            table.add_row(label, pass_label, "", "", r["status"],
+                          escape(str(r.get("error"))[:60]))
             continue
-        table.add_row(label, pass_label, str(r["rounds"]), f"{r['ratio']:.3f}", f"{r['mde']:.1%}",
-                      f"{machine.expected_mde(r):.1%}")
+        table.add_row(label, pass_label, str(r["rounds"]), f"{r['ratio']:.3f}",
+                      f"{r['mde']:.1%}", f"{machine.expected_mde(r):.1%}")
     return table
 
 

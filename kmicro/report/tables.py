@@ -10,7 +10,7 @@ from rich.text import Text
 __all__ = ["METRICS", "NOISE", "PASS_LABELS", "QUIET", "case_rows", "family_of", "format_bytes",
            "format_time", "json_key",
            "layout_pairs", "layout_table", "metric_value", "ops_tables", "problems",
-           "short_case", "stack_device", "stack_names", "status_counts"]
+           "short_case", "case_label", "stack_device", "stack_names", "status_counts"]
 
 PASS_LABELS = OrderedDict([("forward", "fwd"), ("forward_train", "fwd (train)"),
                            ("backward", "fwd+bwd"), ("backward_only", "bwd (diff)")])
@@ -153,6 +153,11 @@ def short_case(case_id: str) -> str:
         return case_id
     config, shape = case_id.split("(", 1)[1].split(")@", 1)
     return f"{config or 'defaults'} @ {shape}"
+
+
+def case_label(record) -> str:
+    """A record's op and short case: 'conv2d filters=32,... @ 32x32x32x3/cl'."""
+    return f"{record.get('op') or ''} {short_case(record['case'])}".strip()
 
 
 def problems(records) -> list:

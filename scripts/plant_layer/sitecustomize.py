@@ -1,6 +1,7 @@
-"""A planted slowdown for measuring `kmicro ab` (docs/guide-versions.md): on a stack whose PYTHONPATH holds
-this directory, the Keras layer named by PLANT_LAYER returns `out + ops.mean(out) * 0.0`, one
-more reduction over its output that XLA cannot drop (0 x NaN is NaN).
+"""A planted slowdown for measuring `kmicro ab` (docs/validation.md, "Planted-effect
+detection"): on a stack whose PYTHONPATH holds this directory, the Keras layer named by
+PLANT_LAYER returns `out + ops.mean(out) * 0.0`, one more reduction over its output that XLA
+cannot drop (0 x NaN is NaN).
 
     kmicro stack add jaxplant --python .venv/bin/python --backend jax \
       --env PYTHONPATH=$PWD/scripts/plant_layer --env PLANT_LAYER=Conv2D

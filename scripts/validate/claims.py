@@ -118,7 +118,8 @@ def overhead(ctx) -> list:
     if not over:
         raise RuntimeError("no pass was measured")
     worst = max(over, key=lambda k: abs(over[k]))
-    return [("passes measured", f"{len(over)} ({', '.join(sorted({r['stack'] for r in _ok(records)}))})"),
+    measured = ", ".join(sorted({r["stack"] for r in _ok(records)}))
+    return [("passes measured", f"{len(over)} ({measured})"),
             ("median overhead, kmicro against a bare synchronised loop",
              f"{statistics.median(over.values()):+.1%}"),
             ("largest overhead", f"{over[worst]:+.1%} ({worst})"),

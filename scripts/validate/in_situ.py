@@ -1,7 +1,7 @@
 """The torch in-situ profiler's overhead on a seed model's train step (the `in-situ` claim of
-docs/validation.md), read in interleaved blocks in one process: blocks of 10 steps plain; with kmicro's
-record_function ranges installed and no profiler; under kmicro's profile_steps (profiler and
-ranges); under the profiler without the ranges. Medians over ROUNDS rounds, each mode once per
+docs/validation.md), read in interleaved blocks in one process: blocks of 10 steps plain; with
+kmicro's record_function ranges installed and no profiler; under kmicro's profile_steps
+(profiler and ranges); under the profiler without the ranges. Medians over ROUNDS rounds, each mode once per
 round, so the machine's drift hits every mode alike.
 
     .venv/bin/python scripts/validate/in_situ.py [resnet_bn|cifar10_cnn] [ROUNDS] 2>/dev/null

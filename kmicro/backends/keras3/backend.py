@@ -32,8 +32,8 @@ class Backend:
     `grad_inputs` False: gradients of the weights only, for integer inputs). It is the compiled function itself with its arrays
     bound (functools.partial), so kmicro adds no Python frame to the timed call: on this
     project's 2-core VM each costs 1-2 µs, 5 % of JAX's Dense(10) forward+backward
-    (docs/validation.md, "Fidelity against an independent loop"). Compiled functions take a fixed number of arguments:
-    a `tf.function` over `*args` costs ~2 % more per call.
+    (docs/validation.md, "Fidelity against an independent loop"). Compiled functions take a
+    fixed number of arguments: a `tf.function` over `*args` costs ~2 % more per call.
     """
 
     name = BACKEND

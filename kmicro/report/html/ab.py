@@ -6,7 +6,7 @@ from html import escape
 
 from kmicro.report.ab_tables import by_effect, power_lines, summary, verdict_label
 from kmicro.report.html.markup import bullets, cell, seconds, table
-from kmicro.report.tables import PASS_LABELS, short_case
+from kmicro.report.tables import PASS_LABELS, case_label
 
 __all__ = ["section"]
 
@@ -34,7 +34,7 @@ def section(recs) -> str:
 
 
 def _row(r) -> list:
-    label = [cell(f"{r.get('op') or ''} {short_case(r['case'])}".strip()),
+    label = [cell(case_label(r)),
              cell(PASS_LABELS.get(r["pass"], r["pass"]))]
     if r["status"] != "ok":
         return label + [cell(""), cell(""), cell(""), cell(""),
