@@ -8,6 +8,7 @@ settled; the rounds stop at `max_rounds` or when `budget_s` is spent.
 """
 from __future__ import annotations
 
+import math
 import random
 import statistics
 import tempfile
@@ -19,7 +20,7 @@ from kmicro.core import cases as cases_mod
 from kmicro.core import records
 from kmicro.harness import placement, runner
 
-__all__ = ["Settings", "run", "pooled"]
+__all__ = ["Settings", "run", "pooled", "burst_samples"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,11 @@ class Settings:
     min_rounds: int = 6  # before any pass may stop early
     max_rounds: int = 25
     samples: int = 9  # samples per burst (each >= 2 ms of calls); the burst's time is their min
+    # A pass whose samples are long gets fewer of them, down to min_samples, once a round has
+    # shown their length: bursts of about burst_s. A 20 ms Conv2D backward sample needs no
+    # nine to find a quiet one; those bursts were most of a torch A/B's rounds.
+    burst_s: float = 0.02
+    min_samples: int = 3
     processes: int = 5  # pairs of workers the rounds are split over, one pair after another
     budget_s: float = 600.0  # for the rounds, all passes together
     seed: int = 0  # the order of passes and sides in every round
@@ -223,7 +229,7 @@ def _time_pair(sides, key, pair, settings, rng, group) -> bool:
     """One burst on each side, in a random order; False when a side failed (it restarts)."""
     order = [0, 1] if rng.random() < 0.5 else [1, 0]
     task = {"kind": "ab", "task": "time", "case_id": key[0], "pass": key[1],
-            "samples": settings.samples}
+            "samples": burst_samples(pair, settings)}
     sets = placement.halves(settings.same_cpu)
     timed_on = rng.choice(sets) if sets else None
     for i in order:
@@ -242,6 +248,15 @@ def _time_pair(sides, key, pair, settings, rng, group) -> bool:
         pair.times[i].append(min(burst["samples"]))
     pair.groups.append(group)
     return True
+
+
+def burst_samples(pair, settings) -> int:
+    """Samples in this pass's next burst: `settings.samples`, or fewer for a pass whose
+    samples (loops x its per-call time, read from the rounds so far) are long."""
+    if not pair.times[0]:
+        return settings.samples
+    sample_s = statistics.median(pair.times[0]) * pair.prepared[0].get("loops", 1)
+    return max(settings.min_samples, min(settings.samples, math.ceil(settings.burst_s / sample_s)))
 
 
 def _judge(pair, confidence=ab_stats.CONFIDENCE) -> ab_stats.Comparison:

@@ -1,4 +1,5 @@
-"""`kmicro bisect`: the first commit of a package's history that made one pass slower.
+"""`kmicro bisect`: the first commit of a package's history that made one pass slower (or,
+when the bad end is faster, the first that made it faster).
 
 Every tested commit becomes a stack (`kmicro env`, built once per commit and kept), compared
 with the good end by `kmicro ab`'s interleaved rounds. The two ends are compared first: when
@@ -19,7 +20,7 @@ import subprocess
 from dataclasses import dataclass, field, replace
 
 from kmicro.analysis import ab
-from kmicro.core import envs, stacks, user_stacks
+from kmicro.core import envs, stacks, variant_cache
 from kmicro.core.errors import UsageError
 
 __all__ = ["Commit", "Bisection", "history", "variant", "run"]
@@ -36,11 +37,12 @@ class Bisection:
     good: Commit
     bad: Commit
     tested: list = field(default_factory=list)  # (Commit, A/B record vs good), in test order
-    first_slow: Commit = None  # None: no significant change between the ends
+    first_changed: Commit = None  # None: no significant change between the ends
+    direction: str = "slower"  # or "faster": the bad end sped up, and its first commit is sought
 
     @property
     def ends_differ(self) -> bool:
-        return self.first_slow is not None
+        return self.first_changed is not None
 
 
 def _git(repo, *args) -> str:
@@ -71,12 +73,7 @@ def history(repo, good, bad) -> tuple:
 
 def variant(base, package, repo, commit) -> stacks.Stack:
     """The stack of `base` with `package` built from `commit`: made once, then reused."""
-    name = f"bisect-{envs.normalise(package)}-{commit.sha[:10]}-{base}"
-    known = stacks.all_stacks().get(name)
-    if known is not None and known.installed:
-        return known
-    return user_stacks.create_variant(name, base, [envs.parse_set(f"{package}@{commit.sha}",
-                                                                  repo)])
+    return variant_cache.variant(base, envs.parse_set(f"{package}@{commit.sha}", repo))
 
 
 def run(repo, good, bad, base, package, case, pass_name, options, settings, progress=None,
@@ -117,20 +114,20 @@ def run(repo, good, bad, base, package, case, pass_name, options, settings, prog
         return record
 
     ends = judge(commits[-1], lambda r, final: _end_call(r, settings.min_effect))
-    if ends["call"] == "faster":
-        raise UsageError(f"--bad {bad} is faster than --good {good} (ratio {ends['ratio']:.3f}): "
-                         "nothing slowed down; swap them to find the speed-up")
     if ends["call"] == "same":
         return result
-    lo, hi = -1, len(commits) - 1  # commits[hi] is slower than good; lo is not (good itself)
+    # A bad end that is faster: the same search for the commit that sped it up.
+    result.direction = ends["call"]
+    lo, hi = -1, len(commits) - 1  # commits[hi] changed against good; lo did not (good itself)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if judge(commits[mid], lambda r, final: _step_call(r, ends["ratio"], final))[
-                "call"] == "slower":
+        if judge(commits[mid], lambda r, final: _step_call(r, ends["ratio"], final,
+                                                           result.direction))[
+                "call"] == result.direction:
             hi = mid
         else:
             lo = mid
-    result.first_slow = commits[hi]
+    result.first_changed = commits[hi]
     return result
 
 
@@ -143,16 +140,20 @@ def _end_call(record, min_effect) -> dict:
     return dict(call=verdict, settled=settled)
 
 
-def _step_call(record, end_ratio, final) -> dict:
+def _step_call(record, end_ratio, final, direction="slower") -> dict:
     """A commit in between: `slower` as kmicro ab judges it, or `not slower` once its whole
     interval lies below the (geometric) midpoint between good (1) and the bad end's ratio: closer
     to good than to bad. (Below the bad end's estimate itself was too weak: a planted commit read
     1.18 (0.936-1.197) against an end of 1.205 and was called not slower.) Unsettled after every
-    extra run: the side of the midpoint its estimate lies on."""
+    extra run: the side of the midpoint its estimate lies on. Bisecting a speed-up (`direction`
+    faster), the same with the ratios mirrored: `faster`, or `not faster` above the midpoint."""
     midpoint = math.sqrt(end_ratio)
-    if record["verdict"] == "slower":
-        return dict(call="slower", settled=True)
-    if record["ci_high"] < midpoint:
-        return dict(call="not slower", settled=True)
-    leaning = "slower" if record["ratio"] >= midpoint else "not slower"
+    sign = 1 if direction == "slower" else -1
+    if record["verdict"] == direction:
+        return dict(call=direction, settled=True)
+    near_end = record["ci_low"] if sign < 0 else record["ci_high"]
+    if sign * math.log(near_end) < sign * math.log(midpoint):
+        return dict(call=f"not {direction}", settled=True)
+    leaning = direction if sign * math.log(record["ratio"]) >= sign * math.log(midpoint) \
+        else f"not {direction}"
     return dict(call=leaning, settled=False) if final else dict(call=None, settled=False)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from kmicro.analysis import ab, ab_stats
 from kmicro.harness import placement
 
-__all__ = ["Fact", "system_facts", "Drift", "vcpu_drift", "SMALL_CASE", "LARGE_CASE",
+__all__ = ["Fact", "cpuinfo", "system_facts", "Drift", "vcpu_drift", "SMALL_CASE", "LARGE_CASE",
            "AA_PASSES", "aa_settings", "run_aa", "expected_mde", "smallest_effect", "advice"]
 
 SMALL_CASE = "dense(units=10)@32x512"
@@ -47,7 +47,7 @@ def _read(path):
         return None
 
 
-def _cpuinfo(field) -> list:
+def cpuinfo(field) -> list:
     text = _read("/proc/cpuinfo") or ""
     return [line.split(":", 1)[1].strip() for line in text.splitlines()
             if line.split(":", 1)[0].strip() == field]
@@ -70,8 +70,8 @@ def _steal_share(seconds=0.5):
 def system_facts() -> list:
     """[Fact]: CPU model and counts, affinity, load, frequency governor, turbo, frequency,
     isolated CPUs, stolen time."""
-    models = _cpuinfo("model name")
-    mhz = [float(v) for v in _cpuinfo("cpu MHz")]
+    models = cpuinfo("model name")
+    mhz = [float(v) for v in cpuinfo("cpu MHz")]
     cpus = placement.available()
     governor = _read(f"{_CPU}/cpu0/cpufreq/scaling_governor")
     no_turbo, boost = _read(f"{_CPU}/intel_pstate/no_turbo"), _read(f"{_CPU}/cpufreq/boost")

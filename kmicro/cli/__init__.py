@@ -12,13 +12,13 @@ import argparse
 import sys
 
 from kmicro.cli import (ab, attribute, bisect, calibrate, compare, diagnose, env, machine,
-                        models, ops, report, stack, stacks)
+                        models, ops, report, stack, stacks, sweep)
 from kmicro.core.errors import NothingRan, UsageError
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 COMMANDS = (stacks, machine, ops, models, attribute, diagnose, calibrate, compare, report, stack,
-            env, ab, bisect)
+            env, ab, bisect, sweep)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,4 +1,5 @@
-"""`kmicro bisect`: which commit of a package made one layer pass slower — or "no change".
+"""`kmicro bisect`: which commit of a package made one layer pass slower (or faster, when the
+bad end is the faster one) — or "no change".
 
     kmicro bisect --repo ~/src/keras --good v3.14.0 --bad v3.15.0 --from jax --package keras \\
                   --case 'batchnorm()@32x32x32x16/cl' --pass forward
@@ -14,8 +15,9 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(subparsers):
-    p = subparsers.add_parser("bisect", help="find the commit of a package that slowed a pass "
-                                             "(each step an interleaved A/B against the good end)")
+    p = subparsers.add_parser("bisect", help="find the commit of a package that slowed a pass, "
+                                             "or sped it up (each step an interleaved A/B "
+                                             "against the good end)")
     p.add_argument("--repo", required=True, metavar="PATH", help="git checkout of the package")
     p.add_argument("--good", required=True, metavar="REV")
     p.add_argument("--bad", required=True, metavar="REV")
@@ -60,11 +62,12 @@ def run(args) -> int:
     console = common.make_console()
     console.print(_table(result))
     if result.ends_differ:
-        slow = next(r for c, r in result.tested if c == result.first_slow)
-        console.print(f"first slow commit: {result.first_slow.sha[:10]} "
-                      f"{result.first_slow.subject} (ratio {slow['ratio']:.3f}, 95% CI "
-                      f"{slow['ci_low']:.3f}-{slow['ci_high']:.3f} against {result.good.sha[:10]})",
-                      soft_wrap=True)
+        first = result.first_changed
+        slow = next(r for c, r in result.tested if c == first)
+        kind = "slow" if result.direction == "slower" else "fast"
+        console.print(f"first {kind} commit: {first.sha[:10]} {first.subject} (ratio "
+                      f"{slow['ratio']:.3f}, 95% CI {slow['ci_low']:.3f}-{slow['ci_high']:.3f} "
+                      f"against {result.good.sha[:10]})", soft_wrap=True)
         guessed = [c.sha[:10] for c, r in result.tested if not r["settled"]]
         if guessed:
             console.print(f"not settled after every extra run, called by the side of the "

@@ -179,9 +179,10 @@ def stacks_to_run(names, train=False) -> list:
     return chosen
 
 
-def add_case_flags(parser):
+def add_case_flags(parser, layer_options=True):
     """--catalog, --ops, --case, --layer, --passes, --shapes, --set and --data-format: which
-    layer cases and passes."""
+    layer cases and passes (`layer_options` False: without --set, which `kmicro sweep` has
+    for package versions)."""
     parser.add_argument("--catalog", default="seed", choices=cases.CATALOGS,
                         help="seed: the seed models' layers (default); keras: one case per "
                              "class of Keras' layer benchmark; all: both")
@@ -198,8 +199,10 @@ def add_case_flags(parser):
     parser.add_argument("--shapes",
                         help="input shapes, batch first, separated by ';' (N,F to N,D,H,W,C; "
                              "each replaces the shapes of the cases of its rank)")
-    parser.add_argument("--set", metavar="KEY=VALUE,...",
-                        help="override layer options, e.g. filters=64,kernel_size=5,pool_size=3")
+    if layer_options:
+        parser.add_argument("--set", metavar="KEY=VALUE,...",
+                            help="override layer options, e.g. filters=64,kernel_size=5,"
+                                 "pool_size=3")
     parser.add_argument("--data-format", default="auto", choices=cases.LAYOUTS,
                         help="auto: channels_last, plus channels_first twins of the BN cases")
 
@@ -229,7 +232,8 @@ def cases_of(args) -> list:
 def _named_cases(args, ids, layer, shapes) -> list:
     """--case ids and --layer (at every --shapes shape): exactly the cases named."""
     clashing = [flag for flag, given in (
-        ("--ops", args.ops), ("--set", args.set), ("--catalog", args.catalog != "seed"),
+        ("--ops", args.ops), ("--set", getattr(args, "set", None)),
+        ("--catalog", args.catalog != "seed"),
         ("--data-format", getattr(args, "data_format", "auto") != "auto")) if given]
     if clashing or (shapes and not layer):
         raise UsageError(f"--case names whole cases: drop {(clashing or ['--shapes'])[0]} "

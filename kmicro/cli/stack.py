@@ -1,4 +1,5 @@
-"""`kmicro stack add|remove|list`: user-defined stacks — any interpreter with Keras and a backend.
+"""`kmicro stack add|remove|list|cache`: user-defined stacks — any interpreter with Keras and a
+backend — and the environments kmicro caches for itself.
 
 Stored in the file `kmicro.core.stack_config.path()` names; every command's --stacks takes them.
 """
@@ -15,7 +16,7 @@ __all__ = ["add_parser", "run"]
 def add_parser(subparsers):
     p = subparsers.add_parser("stack", help="add, remove or list user-defined stacks")
     actions = p.add_subparsers(dest="action", required=True, parser_class=type(p),
-                               metavar="{add,remove,list}")
+                               metavar="{add,remove,list,cache}")
     a = actions.add_parser("add", help="register an interpreter as a stack")
     a.add_argument("name")
     a.add_argument("--python", required=True, metavar="PATH",
@@ -31,6 +32,11 @@ def add_parser(subparsers):
     r.add_argument("name")
     actions.add_parser("list", help="the user-defined stacks whose interpreter exists, one "
                                     "name per line (no probing: `kmicro stacks` probes)")
+    c = actions.add_parser("cache", help="the environments bisect and sweep built for "
+                                         "themselves (not your stacks): list, or --prune")
+    c.add_argument("--prune", action="store_true", help="delete them (all, or --older-than)")
+    c.add_argument("--older-than", type=float, default=0.0, metavar="DAYS",
+                   help="with --prune: only those built at least DAYS ago")
     return p
 
 
@@ -38,9 +44,11 @@ def run(args) -> int:
     console = common.make_console()
     if args.action == "list":
         for stack in stacks.all_stacks().values():
-            if not stack.builtin and stack.installed:
+            if not stack.builtin and not stack.cached and stack.installed:
                 print(stack.name)
         return 0
+    if args.action == "cache":
+        return _cache(args, console)
     if args.action == "add":
         stack = user_stacks.make(args.name, args.python, args.backend, args.family,
                                  user_stacks.parse_env(args.env))
@@ -55,4 +63,29 @@ def run(args) -> int:
         shutil.rmtree(made, ignore_errors=True)
     console.print(f"removed stack {stack.name}" + (f" and its environment {made}" if made else ""),
                   soft_wrap=True)
+    return 0
+
+
+def _cache(args, console) -> int:
+    from rich.table import Table
+
+    from kmicro.core import variant_cache
+    from kmicro.core.errors import UsageError
+
+    if args.older_than < 0:
+        raise UsageError("expected --older-than DAYS >= 0")
+    if args.prune:
+        gone = variant_cache.prune(args.older_than)
+        console.print(f"pruned {len(gone)} cached environments, "
+                      f"{sum(size for _, size in gone) / 2**30:.1f} GiB freed", soft_wrap=True)
+        return 0
+    found = variant_cache.listing()
+    table = Table(title=f"environments kmicro built for bisect and sweep ({len(found)}; "
+                        "`kmicro stack cache --prune` deletes them)")
+    for col in ("stack", "base", "swapped", "size", "built"):
+        table.add_column(col, justify="right" if col in ("size", "built") else "left")
+    for stack, size, age in found:
+        table.add_row(stack.name, stack.base, ", ".join(stack.overrides),
+                      f"{size / 2**20:.0f} MiB", "gone" if age is None else f"{age:.1f} days ago")
+    console.print(table)
     return 0

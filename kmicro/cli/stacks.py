@@ -32,7 +32,9 @@ def run(args) -> int:
     for col in ("stack", "installed", "python", "backend", "versions", "device", "defined by"):
         table.add_column(col)
     options = runner.Options(device=args.device)
-    shown = resolve(args.stacks) if args.stacks else list(all_stacks().values())
+    # kmicro's cached bisect and sweep variants only when named (`kmicro stack cache` lists them)
+    shown = resolve(args.stacks) if args.stacks else [s for s in all_stacks().values()
+                                                      if not s.cached]
     # Each probe starts a stack's Python and its framework (seconds, mostly imports): side by side.
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         infos = pool.map(lambda s: runner.probe(s, options) if s.installed else {}, shown)

@@ -84,6 +84,8 @@ def key(record) -> tuple:
     """What a record measures; a newer record with the same key replaces it (--resume)."""
     if record.get("kind") == "fidelity":  # one record per round
         return record["stack"], record["case"], record["pass"], record["round"]
+    if record.get("role") == "overlap":  # a sweep cell measured again, on another node
+        return record["stack"], record["case"], record["pass"], "overlap"
     return record["stack"], record["case"], record["pass"]
 
 
@@ -101,6 +103,10 @@ class ResultsFile:
 
     def append(self, record):
         self.records = [r for r in self.records if key(r) != key(record)] + [record]
+        self._write()
+
+    def rewrite(self):
+        """Writes the records again, after a change to them in place."""
         self._write()
 
     def _write(self):

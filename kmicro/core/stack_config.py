@@ -5,13 +5,15 @@ The file is `$KMICRO_CONFIG` if set, else `$XDG_CONFIG_HOME/kmicro/stacks.json`
 backend and family, extra environment variables, and for stacks made by `kmicro env` what
 they were made from. Writes are atomic: a crash never leaves half a file.
 """
+import fcntl
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from kmicro.core.errors import UsageError
 
-__all__ = ["path", "load", "save"]
+__all__ = ["path", "load", "save", "locked"]
 
 
 def path() -> Path:
@@ -37,9 +39,23 @@ def load() -> list:
     return entries
 
 
+@contextmanager
+def locked():
+    """Holds the stack file's lock: a load, change and save inside it is not lost to another
+    kmicro process (sweep cells on one machine build variants at once)."""
+    where = path()
+    where.parent.mkdir(parents=True, exist_ok=True)
+    with open(where.with_name(where.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def save(entries: list):
     where = path()
     where.parent.mkdir(parents=True, exist_ok=True)
-    tmp = where.with_name(where.name + ".tmp")
+    tmp = where.with_name(where.name + f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(entries, indent=1) + "\n")
     os.replace(tmp, where)

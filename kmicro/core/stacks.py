@@ -15,7 +15,7 @@ from kmicro.core import stack_config
 from kmicro.core.errors import UsageError
 
 __all__ = ["ROOT", "MALLOC_TUNABLES", "DEVICES", "JIT", "Stack", "STACKS", "all_stacks",
-           "resolve", "worker_env", "in_checkout", "cache_home", "compile_cache_home",
+           "resolve", "worker_env", "CACHED_PREFIXES", "in_checkout", "cache_home", "compile_cache_home",
            "import_root"]
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout, when kmicro runs from one
@@ -45,6 +45,7 @@ class Stack:
     base: str = ""  # made by `kmicro env`: the stack it started from...
     overrides: tuple = field(default=())  # ...the --set values it swapped in...
     pins: tuple = field(default=())  # ...and every requirement it installed
+    cached: bool = False  # made by `kmicro bisect` or `kmicro sweep`: kmicro's, not the user's
 
     @property
     def interpreter(self) -> Path:
@@ -97,13 +98,19 @@ STACKS = {
 }
 
 
+# Names of the variants bisect and sweep build (entries stored before `cached` existed).
+CACHED_PREFIXES = ("bisect-", "sweep-")
+
+
 def from_entry(entry: dict) -> Stack:
     """A user stack from its stored entry (kmicro.core.stack_config)."""
     return Stack(entry["name"], entry["backend"], entry["family"], python=entry.get("python", ""),
                  default=False, backward=entry["backend"] != "numpy",
                  env=tuple(tuple(kv) for kv in entry.get("env", [])),
                  executable=entry["executable"], base=entry.get("base", ""),
-                 overrides=tuple(entry.get("overrides", [])), pins=tuple(entry.get("pins", [])))
+                 overrides=tuple(entry.get("overrides", [])), pins=tuple(entry.get("pins", [])),
+                 cached=entry.get("cached", bool(entry.get("base"))
+                                  and entry["name"].startswith(CACHED_PREFIXES)))
 
 
 def all_stacks() -> dict:
@@ -126,8 +133,9 @@ def resolve(names=None) -> list:
     if not names:
         return [s for s in known.values() if s.default and s.installed]
     unknown = [n for n in names if n not in known]
-    if unknown:
-        raise UsageError(f"unknown stack {unknown[0]!r}; valid stacks: {', '.join(known)}")
+    if unknown:  # kmicro's cached variants resolve, but are not offered
+        offered = [n for n, s in known.items() if not s.cached]
+        raise UsageError(f"unknown stack {unknown[0]!r}; valid stacks: {', '.join(offered)}")
     return [known[n] for n in names]
 
 

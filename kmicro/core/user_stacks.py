@@ -76,12 +76,14 @@ def _check_imports(interpreter: Path, backend: str) -> str:
 
 def save(stack: Stack):
     """Store (or replace) the user stack `stack`."""
-    entries = [e for e in stack_config.load() if e["name"] != stack.name]
-    entries.append(dict(name=stack.name, backend=stack.backend, family=stack.family,
-                        executable=stack.executable, python=stack.python,
-                        env=[list(kv) for kv in stack.env], base=stack.base,
-                        overrides=list(stack.overrides), pins=list(stack.pins)))
-    stack_config.save(entries)
+    with stack_config.locked():
+        entries = [e for e in stack_config.load() if e["name"] != stack.name]
+        entries.append(dict(name=stack.name, backend=stack.backend, family=stack.family,
+                            executable=stack.executable, python=stack.python,
+                            env=[list(kv) for kv in stack.env], base=stack.base,
+                            overrides=list(stack.overrides), pins=list(stack.pins),
+                            cached=stack.cached))
+        stack_config.save(entries)
 
 
 def remove(name: str) -> Stack:
@@ -89,8 +91,10 @@ def remove(name: str) -> Stack:
         raise UsageError(f"{name!r} is a built-in stack; only user stacks can be removed")
     users = {n: s for n, s in all_stacks().items() if not s.builtin}
     if name not in users:
-        raise UsageError(f"no user stack {name!r}; user stacks: {', '.join(users) or 'none'}")
-    stack_config.save([e for e in stack_config.load() if e["name"] != name])
+        offered = [n for n, s in users.items() if not s.cached]
+        raise UsageError(f"no user stack {name!r}; user stacks: {', '.join(offered) or 'none'}")
+    with stack_config.locked():
+        stack_config.save([e for e in stack_config.load() if e["name"] != name])
     return users[name]
 
 
@@ -100,9 +104,10 @@ def made_by_env(stack: Stack):
     return env_dir if stack.base and env_dir.parent == envs.envs_home() else None
 
 
-def create_variant(name, base_name, overrides) -> Stack:
+def create_variant(name, base_name, overrides, cached=False) -> Stack:
     """`kmicro env`: build an environment from `base_name`'s pins with `overrides` swapped in,
-    and store it as stack `name` (replacing an older one of that name)."""
+    and store it as stack `name` (replacing an older one of that name); `cached`: one of
+    kmicro's own (kmicro.core.variant_cache)."""
     check_name(name)
     base = resolve([base_name])[0]
     if not base.installed:
@@ -113,7 +118,8 @@ def create_variant(name, base_name, overrides) -> Stack:
                legacy=base.family != "keras3")
     try:
         stack = make(name, str(env_dir / "bin" / "python"), base.backend, base.family, base.env,
-                     base=base.name, overrides=[o.describe() for o in overrides], pins=lines)
+                     base=base.name, overrides=[o.describe() for o in overrides], pins=lines,
+                     cached=cached)
     except UsageError:
         shutil.rmtree(env_dir, ignore_errors=True)
         raise

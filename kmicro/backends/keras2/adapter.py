@@ -143,9 +143,11 @@ class Adapter(FamilyAdapter):
         return self._trainer(*models.compile_user(model))
 
     def _trainer(self, model, optimizer) -> Trainer:
+        step_memory = getattr(self.impl, "train_step_memory", None)  # Theano's; TF1 has none
         return Trainer(train=model.train_on_batch, test=model.test_on_batch,
                        device=lambda x: self._device(model, x), optimizer=optimizer,
-                       params=int(model.count_params()))  # Keras 1: a NumPy int
+                       params=int(model.count_params()),  # Keras 1: a NumPy int
+                       peak_memory=step_memory and (lambda x, y: step_memory(model, x, y)))
 
     def _device(self, model, x) -> str:
         if not self.use_gpu:

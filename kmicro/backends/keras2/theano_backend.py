@@ -47,11 +47,32 @@ class Theano(object):
         compiled with config.profile and profile_memory on (without config.profile Theano
         records no shapes and summary_memory raises), so the timed function is never
         profiled. The figure is per call: the same after one call and after five."""
+        return self._profiled_peak(make_function, lambda twin: twin(feed))
+
+    def train_step_memory(self, model, x, y):
+        """(bytes, method) of one more train step: the model's train function compiled again
+        as a profiled twin (Keras builds it the same way, the optimizer's updates included),
+        run once by `train_on_batch`; the timed train function is put back afterwards."""
+        timed = model.train_function
+
+        def make_function():
+            model.train_function = None
+            model._make_train_function()
+            return model.train_function
+
+        try:
+            return self._profiled_peak(make_function,
+                                       lambda twin: model.train_on_batch(x, y))
+        finally:
+            model.train_function = timed
+
+    @staticmethod
+    def _profiled_peak(make_function, call_once):
         saved = theano.config.profile, theano.config.profile_memory
         theano.config.profile = theano.config.profile_memory = True
         try:
             twin = make_function()
-            returned = sum(np.asarray(a).nbytes for a in twin(feed))
+            returned = sum(np.asarray(a).nbytes for a in _listed(call_once(twin)))
         finally:
             theano.config.profile, theano.config.profile_memory = saved
         text = io.StringIO()
@@ -71,3 +92,7 @@ class Theano(object):
             return None, ("not measured: Theano's memory profile counted {} B, less than the {} "
                           "B the call returns (it missed nodes)".format(held, returned))
         return held, MEMORY_METHOD
+
+
+def _listed(out):
+    return out if isinstance(out, (list, tuple)) else [out]

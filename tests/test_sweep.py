@@ -1,0 +1,213 @@
+"""kmicro sweep: a throwaway Keras history swept here and on a real Ray cluster of this
+machine (ray.cluster_utils: a head and worker nodes, each offering the `kmicro` resource),
+the same records either way; no two cells at once on a node; a node killed mid-sweep loses
+no finished cell; bad input is one line and exit 2."""
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import KMICRO, ROOT, load, run_kmicro
+from keras_repo import history
+from test_bisect import ENVS
+
+from kmicro.analysis import sweep
+
+# The bisect tests' environments (the same commits): built once, shared.
+pytestmark = pytest.mark.xdist_group("bisect")
+
+CASES = ("--case", "dense(units=10)@32x512", "--case", "dense(units=16)@32x512",
+         "--passes", "forward", "--from", "numpy", "--package", "keras")
+# A small cell: two worker pairs, at most 10 rounds (the plant is +30-40 %).
+SMALL = ("--rounds", "10", "--processes", "2", "--min-effect", "0.05")
+
+
+def sweep_cmd(repo, revs, out, *more):
+    return [*KMICRO, "sweep", "--repo", str(repo), "--revs", revs, *CASES, *SMALL,
+            "--json", str(out), *more]
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """A history of 4 commits after Keras 3.15.1, the second planted."""
+    repo = tmp_path_factory.mktemp("sweep") / "keras"
+    return repo, history(repo, 4, planted=2)
+
+
+@pytest.fixture
+def envs(monkeypatch):
+    """The shared environments, for this process and the Ray nodes it starts."""
+    for key, value in (("KMICRO_CONFIG", str(ENVS / "stacks.json")), ("KMICRO_ENVS", str(ENVS))):
+        monkeypatch.setenv(key, value)
+
+
+@pytest.fixture
+def cluster(envs):
+    """A Ray cluster on this machine: a head with no `kmicro` resource and two worker nodes
+    with one each."""
+    from ray.cluster_utils import Cluster
+
+    made = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
+                                                         "include_dashboard": False})
+    for _ in range(2):
+        made.add_node(num_cpus=1, resources={"kmicro": 1})
+    made.wait_for_nodes()
+    yield made
+    made.shutdown()
+
+
+def _by_cell(found):
+    return {(r["variant"], r["case"], r["pass"], r["role"]): r for r in found}
+
+
+def _check_planted(found, commits):
+    """Commit 1 is harmless, commit 2 the plant: the plant's cells are slower."""
+    cells = _by_cell(found)
+    for case in ("dense(units=10)@32x512", "dense(units=16)@32x512"):
+        assert cells[(f"keras@{commits[2][:10]}", case, "forward", "cell")]["verdict"] == "slower"
+        assert cells[(f"keras@{commits[1][:10]}", case, "forward", "cell")]["ratio"] < 1.15
+
+
+def _no_two_cells_at_once(found):
+    runs = {}
+    for r in found:
+        runs[(r["node"]["id"], r["cell"], r["role"])] = (r["cell_start"], r["cell_end"])
+    by_node = {}
+    for (node, _, _), span in runs.items():
+        by_node.setdefault(node, []).append(span)
+    for spans in by_node.values():
+        spans.sort()
+        for (_, end), (start, _) in zip(spans, spans[1:]):
+            assert end <= start, spans
+
+
+@pytest.mark.timing
+@pytest.mark.slow
+def test_a_sweep_on_a_ray_cluster_gives_the_records_the_local_one_does(planted, cluster,
+                                                                       tmp_path):
+    repo, commits = planted
+    revs = f"{commits[0]}..{commits[2]}"
+    local = subprocess.run(sweep_cmd(repo, revs, tmp_path / "local.json"), cwd=ROOT,
+                           capture_output=True, text=True, timeout=1200)
+    assert local.returncode == 0, local.stderr
+    on_ray = subprocess.run(sweep_cmd(repo, revs, tmp_path / "ray.json", "--cluster",
+                                      cluster.address), cwd=ROOT, capture_output=True,
+                            text=True, timeout=1200)
+    assert on_ray.returncode == 0, on_ray.stderr
+    here, there = load(tmp_path / "local.json"), load(tmp_path / "ray.json")
+    firsts = [r for r in there if r["role"] == "cell"]
+    assert len(here) == len(firsts) == 4  # 2 commits x 2 cases x forward
+    assert {k for k in _by_cell(here)} == {k for k in _by_cell(firsts)}
+    for a, b in zip(sorted(here, key=lambda r: (r["cell"], r["case"])),
+                    sorted(firsts, key=lambda r: (r["cell"], r["case"]))):
+        assert set(a) == set(b)
+    _check_planted(here, commits)
+    _check_planted(there, commits)
+    assert {r["node"]["id"] for r in here} == {f"local:{os.uname().nodename}"}
+    assert len({r["node"]["id"] for r in firsts}) == 2  # both nodes worked
+    # two nodes: two cells measured again, each on the node that did not measure it first
+    again = [r for r in there if r["role"] == "overlap"]
+    assert len({r["cell"] for r in again}) == 2
+    first_node = {r["cell"]: r["node"]["id"] for r in firsts}
+    assert all(r["node"]["id"] != first_node[r["cell"]] for r in again)
+    assert "nodes agree on" in on_ray.stdout
+    _no_two_cells_at_once(there)
+
+
+@pytest.mark.timing
+@pytest.mark.slow
+def test_a_node_killed_mid_sweep_loses_no_finished_cell(planted, cluster, tmp_path):
+    repo, commits = planted
+    out = tmp_path / "s.json"
+    proc = subprocess.Popen(sweep_cmd(repo, f"{commits[0]}..{commits[4]}", out, "--cluster",
+                                      cluster.address, "--overlap", "0"),
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+    reader.start()
+    deadline = time.time() + 600
+    while not any("passes compared" in line for line in lines) and time.time() < deadline:
+        time.sleep(0.5)  # the first cell is in: the other node is mid-cell
+    finished_before = {r["cell"] for r in load(out)}
+    victim = next(n for n in cluster.worker_nodes)
+    cluster.remove_node(victim, allow_graceful=False)
+    stdout, _ = proc.communicate(timeout=1200)
+    reader.join(5)
+    assert proc.returncode == 0, "".join(lines)
+    found = load(out)
+    assert {r["cell"] for r in found} == {1, 2, 3, 4}
+    assert finished_before <= {r["cell"] for r in found}
+    assert all(r["status"] == "ok" for r in found), [r["error"] for r in found]
+    _no_two_cells_at_once(found)
+
+
+@pytest.mark.slow
+def test_a_version_that_does_not_exist_is_an_error_cell_and_the_sweep_goes_on(envs, tmp_path):
+    p = run_kmicro("sweep", "--set", "keras==0.0.1,3.15.1", "--from", "numpy", "--case",
+                   "dense(units=10)@32x512", "--passes", "forward", *SMALL,
+                   "--json", str(tmp_path / "s.json"), timeout=900)
+    assert p.returncode == 0, p.stderr
+    found = {r["variant"]: r for r in load(tmp_path / "s.json")}
+    assert found["keras==0.0.1"]["status"] == "error"
+    assert "keras==0.0.1" in found["keras==0.0.1"]["error"]
+    assert found["keras==3.15.1"]["status"] == "ok"
+    # the finished file: --resume runs nothing again
+    again = run_kmicro("sweep", "--set", "keras==0.0.1,3.15.1", "--from", "numpy", "--case",
+                       "dense(units=10)@32x512", "--passes", "forward", *SMALL, "--resume",
+                       "--json", str(tmp_path / "s.json"), timeout=900)
+    assert again.returncode == 0, again.stderr
+    assert "1 of 2 cells already in" in again.stderr
+
+
+@pytest.mark.parametrize("args, text", [
+    (["--from", "jax"], "which variants?"),
+    (["--set", "keras", "--from", "jax"], "expected NAME==VERSION"),
+    (["--set", "keras==3.14.0", "--revs", "a..b", "--from", "jax"], "choose one"),
+    (["--set", "keras==3.14.0", "--from", "nosuchstack"], "valid stacks"),
+    (["--set", "keras==3.14.0", "--from", "jax", "--cluster", "127.0.0.1:9"],
+     "cannot reach a Ray cluster at 127.0.0.1:9"),
+    (["--set", "keras==3.14.0", "--from", "jax", "--cluster", "nonsense"], "malformed --cluster"),
+    (["--set", "keras==3.14.0", "--from", "jax", "--resume"], "--resume needs --json"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, text, tmp_path):
+    p = run_kmicro("sweep", *args, "--ops", "dense", timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert text in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert not (ROOT / "results").exists() or not list((ROOT / "results").glob("sweep-*"))
+
+
+@pytest.mark.slow
+def test_a_cluster_without_the_resource_says_how_to_start_one(tmp_path):
+    from ray.cluster_utils import Cluster
+
+    bare = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
+                                                         "include_dashboard": False})
+    try:
+        p = run_kmicro("sweep", "--set", "keras==3.14.0", "--from", "numpy", "--ops", "dense",
+                       "--cluster", bare.address, timeout=180)
+    finally:
+        bare.shutdown()
+    assert p.returncode == 2, p.stderr
+    assert "offers the 'kmicro' resource" in p.stderr and "--resources" in p.stderr, p.stderr
+
+
+def test_overlap_cells_are_spread_over_the_nodes_and_disagreeing_nodes_are_named():
+    variants = [sweep.Variant(f"keras=={v}", f"keras=={v}") for v in ("1", "2", "3", "4")]
+    cells = sweep.plan(["jax"], variants)
+    done = list(zip(cells, ["n1", "n1", "n2", "n2"]))
+    again = sweep.overlap_cells(done, 2, ["n1", "n2"])
+    assert [(c.number, c.avoid_node, c.role) for c in again] == [(1, "n1", "overlap"),
+                                                                (3, "n2", "overlap")]
+    assert sweep.overlap_cells(done, 2, ["n1"]) == []
+
+    def rec(cell, node, role, ratio):
+        return dict(cell=cell, case="c", status="ok", node={"id": node}, role=role,
+                    ratio=ratio, ci_low=ratio - 0.01, ci_high=ratio + 0.01, **{"pass": "forward"})
+    found = [rec(1, "n1", "cell", 1.0), rec(1, "n2", "overlap", 1.0),
+             rec(3, "n2", "cell", 1.0), rec(3, "n3", "overlap", 1.3),
+             rec(4, "n2", "cell", 1.0), rec(4, "n1", "overlap", 1.0)]
+    agreed = sweep.agreement(found)
+    assert [agree for _, _, agree in agreed["pairs"]] == [True, False, True]
+    assert agreed["named"] == ["n3"]  # n2 agreed in 2 of its 3 comparisons
