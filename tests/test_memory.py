@@ -78,6 +78,18 @@ def test_a_train_step_holds_at_least_its_gradients(kmicro, tmp_path):
     assert jax["memory_method"].startswith("XLA's memory analysis of the model's train step")
 
 
+def test_a_theano_train_step_is_read_from_its_memory_profile(kmicro, tmp_path):
+    out = tmp_path / "m.json"
+    done = kmicro("models", "--stacks", "theano", "--models", "resnet_nobn", "--steps", "2",
+                  "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    (theano,) = load(out)
+    assert theano["status"] == "ok", theano["error"]
+    # Theano's KB are whole: up to 1 KiB under a gradient per weight
+    assert theano["peak_bytes"] + 1023 >= theano["params"] * FLOAT32, theano
+    assert theano["memory_method"].startswith("Theano's memory profile of one call")
+
+
 def test_theano_reads_its_memory_profile_per_call():
     """Theano prints whole KB, rounded down: its figure may sit up to 1 KiB under the floor."""
     for r in run(["theano"], [DENSE, CONV], ("forward", "backward")):

@@ -1,7 +1,8 @@
-"""kmicro sweep: a throwaway Keras history swept here and on a real Ray cluster of this
-machine (ray.cluster_utils: a head and worker nodes, each offering the `kmicro` resource),
-the same records either way; no two cells at once on a node; a node killed mid-sweep loses
-no finished cell; bad input is one line and exit 2."""
+"""kmicro sweep and bisect --cluster: a throwaway Keras history swept here and on a real Ray
+cluster of this machine (ray.cluster_utils: a head and worker nodes, each offering the
+`kmicro` resource), the same records either way; no two cells at once on a node; a node killed
+mid-sweep loses no finished cell; a k-ary bisection names the planted commit, or none; bad
+input is one line and exit 2."""
 import os
 import subprocess
 import threading
@@ -11,7 +12,7 @@ import pytest
 
 from conftest import KMICRO, ROOT, load, run_kmicro
 from keras_repo import history
-from test_bisect import ENVS
+from test_bisect import CASE as BISECT_CASE, ENVS
 
 from kmicro.analysis import sweep
 
@@ -125,7 +126,11 @@ def test_a_node_killed_mid_sweep_loses_no_finished_cell(planted, cluster, tmp_pa
                                       cluster.address, "--overlap", "0"),
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines = []
-    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+
+    def read():
+        for line in proc.stderr:
+            lines.append(line)
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()
     deadline = time.time() + 600
     while not any("passes compared" in line for line in lines) and time.time() < deadline:
@@ -133,7 +138,8 @@ def test_a_node_killed_mid_sweep_loses_no_finished_cell(planted, cluster, tmp_pa
     finished_before = {r["cell"] for r in load(out)}
     victim = next(n for n in cluster.worker_nodes)
     cluster.remove_node(victim, allow_graceful=False)
-    stdout, _ = proc.communicate(timeout=1200)
+    proc.stdout.read()
+    proc.wait(timeout=1200)
     reader.join(5)
     assert proc.returncode == 0, "".join(lines)
     found = load(out)
@@ -211,3 +217,60 @@ def test_overlap_cells_are_spread_over_the_nodes_and_disagreeing_nodes_are_named
     agreed = sweep.agreement(found)
     assert [agree for _, _, agree in agreed["pairs"]] == [True, False, True]
     assert agreed["named"] == ["n3"]  # n2 agreed in 2 of its 3 comparisons
+
+
+def _bisect_on(cluster, repo, commits, tmp_path, extend):
+    return subprocess.run([*KMICRO, "bisect", "--repo", str(repo), "--good", commits[0],
+                           "--bad", commits[-1], *BISECT_CASE, "--extend", str(extend),
+                           "--cluster", cluster.address, "--json", str(tmp_path / "b.json")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=1800)
+
+
+@pytest.mark.timing
+@pytest.mark.slow
+def test_bisect_on_a_cluster_judges_commits_at_once_and_names_the_planted_one(planted, cluster,
+                                                                             tmp_path):
+    repo, commits = planted
+    p = _bisect_on(cluster, repo, commits, tmp_path, extend=4)
+    assert p.returncode == 0, p.stderr
+    assert f"first slow commit: {commits[2][:10]}" in p.stdout, p.stdout
+    tested = load(tmp_path / "b.json")
+    # two nodes: after the ends, commits 1 and 2 in one step, on both nodes
+    assert [r["commit"] for r in tested[1:]] and {r["commit"] for r in tested[1:]} == \
+        {commits[1], commits[2]}
+    assert len({r["node"] for r in tested[1:]}) == 2
+
+
+@pytest.mark.timing
+@pytest.mark.slow
+def test_bisect_on_a_cluster_without_a_change_names_no_commit(cluster, tmp_path):
+    repo = tmp_path / "keras"
+    commits = history(repo, 4)
+    p = _bisect_on(cluster, repo, commits, tmp_path, extend=1)
+    assert p.returncode == 0, p.stderr
+    assert "no significant change" in p.stdout and "first slow commit" not in p.stdout
+
+
+def test_a_k_ary_step_probes_evenly_and_binary_is_the_middle():
+    from kmicro.analysis.bisect import _probes
+
+    assert _probes(-1, 24, 1) == [11]  # what the binary search took
+    assert _probes(-1, 3, 2) == [0, 1]
+    assert _probes(-1, 24, 4) == [4, 9, 14, 19]
+    assert _probes(3, 5, 4) == [4]  # never more probes than commits in between
+
+
+def test_a_speed_up_is_bisected_like_a_slowdown_mirrored():
+    from kmicro.analysis.bisect import _step_call
+
+    # the bad end is 0.8x good: the midpoint is 0.894
+    faster = dict(verdict="faster", ratio=0.8, ci_low=0.78, ci_high=0.82)
+    near_good = dict(verdict="same", ratio=0.99, ci_low=0.95, ci_high=1.02)
+    between = dict(verdict="same", ratio=0.88, ci_low=0.80, ci_high=0.97)
+    assert _step_call(faster, 0.8, False, "faster") == dict(call="faster", settled=True)
+    assert _step_call(near_good, 0.8, False, "faster") == dict(call="not faster", settled=True)
+    assert _step_call(between, 0.8, False, "faster") == dict(call=None, settled=False)
+    assert _step_call(between, 0.8, True, "faster") == dict(call="faster", settled=False)
+    # and the slowdown's calls are unchanged
+    assert _step_call(dict(verdict="same", ratio=1.0, ci_low=0.97, ci_high=1.05), 1.2, False) \
+        == dict(call="not slower", settled=True)

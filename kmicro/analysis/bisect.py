@@ -15,6 +15,7 @@ search named commit 16).
 """
 from __future__ import annotations
 
+import functools
 import math
 import subprocess
 from dataclasses import dataclass, field, replace
@@ -23,7 +24,7 @@ from kmicro.analysis import ab
 from kmicro.core import envs, stacks, variant_cache
 from kmicro.core.errors import UsageError
 
-__all__ = ["Commit", "Bisection", "history", "variant", "run"]
+__all__ = ["Commit", "Bisection", "Job", "Context", "history", "variant", "judge", "run"]
 
 
 @dataclass(frozen=True)
@@ -76,59 +77,117 @@ def variant(base, package, repo, commit) -> stacks.Stack:
     return variant_cache.variant(base, envs.parse_set(f"{package}@{commit.sha}", repo))
 
 
+@dataclass(frozen=True)
+class Job:
+    """One commit to compare with the good end: the bad end (`end_ratio` None), or a commit in
+    between, judged against the bad end's ratio in `direction`."""
+
+    commit: Commit
+    end_ratio: float = None
+    direction: str = "slower"
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every job needs, wherever it runs (the repository at the same path)."""
+
+    repo: str
+    good: Commit
+    base: str
+    package: str
+    case: object
+    pass_name: str
+    options: object
+    settings: object
+    extend: int = 2
+
+
+def judge(context, job, node_id="") -> dict:
+    """The A/B record of `job.commit` against good, with its `call` and `settled`: one
+    `kmicro ab` run, and up to `extend` more (fresh worker pairs, judged on all rounds) while
+    the call is not settled. Runs on this machine or on a cluster node."""
+    c, settings = context, context.settings
+    reference = variant(c.base, c.package, c.repo, c.good)
+    stack, record = variant(c.base, c.package, c.repo, job.commit), None
+    for run_number in range(1 + c.extend):
+        got = []
+        ab.run(reference, stack, [c.case], [c.pass_name], c.options,
+               replace(settings, seed=settings.seed + run_number), got.append)
+        (more,) = got
+        if more["status"] != "ok":
+            return dict(more, commit=job.commit.sha, node=node_id)
+        record = more if record is None else ab.pooled(record, more, settings.min_effect)
+        final = run_number == c.extend
+        call = (_end_call(record, settings.min_effect) if job.end_ratio is None else
+                _step_call(record, job.end_ratio, final, job.direction))
+        record.update(commit=job.commit.sha, node=node_id, extra_runs=run_number, **call)
+        if record["settled"]:
+            break
+    return record
+
+
 def run(repo, good, bad, base, package, case, pass_name, options, settings, progress=None,
-        sink=None, extend=2):
+        sink=None, extend=2, executor=None):
     """The Bisection; `progress(text)` hears of every step, `sink(record)` gets each tested
     commit's A/B record as soon as it is judged. A commit whose call is not settled after one
-    `kmicro ab` run gets up to `extend` more runs (fresh worker pairs), judged on all rounds."""
+    `kmicro ab` run gets up to `extend` more runs (fresh worker pairs), judged on all rounds.
+    With an `executor` of k nodes (kmicro.harness.executors), k commits are judged at once
+    per step: a k-ary search, with the same calls."""
     say = progress or (lambda text: None)
     good_c, commits = history(repo, good, bad)
     result = Bisection(good_c, commits[-1])
+    context = Context(str(repo), good_c, base, package, case, pass_name, options, settings,
+                      extend)
+    if executor is None:
+        from kmicro.harness.executors import Local
+
+        executor = Local()
     say(f"building {package} at {good_c.sha[:10]} (good) and {commits[-1].sha[:10]} (bad)")
-    reference = variant(base, package, repo, good_c)
 
-    def judge(commit, call) -> dict:
-        say(f"comparing {commit.sha[:10]} with good ({commit.subject[:50]})")
-        stack, record = variant(base, package, repo, commit), None
-        for run_number in range(1 + extend):
-            got = []
-            ab.run(reference, stack, [case], [pass_name], options,
-                   replace(settings, seed=settings.seed + run_number), got.append)
-            (more,) = got
-            if more["status"] != "ok":  # kept in the results, as before the extra runs
-                more["commit"] = commit.sha
-                result.tested.append((commit, more))
-                if sink:
-                    sink(more)
-                raise UsageError(f"{commit.sha[:10]}: {more['error']}")
-            record = more if record is None else ab.pooled(record, more, settings.min_effect)
-            record.update(commit=commit.sha, **call(record, final=run_number == extend))
-            if record["settled"]:
-                break
-            say(f"  {commit.sha[:10]}: {record['ratio']:.3f} ({record['ci_low']:.3f}-"
-                f"{record['ci_high']:.3f}) after {record['rounds']} rounds is not settled"
-                + ("" if run_number == extend else ": more rounds on fresh worker pairs"))
-        result.tested.append((commit, record))
-        if sink:
-            sink(record)
-        return record
+    def judged(jobs) -> dict:
+        """{commit: record} of the jobs, run at once on the executor's nodes."""
+        for job in jobs:
+            say(f"comparing {job.commit.sha[:10]} with good ({job.commit.subject[:50]})")
+        done = {}
 
-    ends = judge(commits[-1], lambda r, final: _end_call(r, settings.min_effect))
+        def keep(job, record):
+            if isinstance(record, BaseException):
+                raise UsageError(f"{job.commit.sha[:10]}: {type(record).__name__}: "
+                                 f"{str(record).splitlines()[0] if str(record) else ''}")
+            result.tested.append((job.commit, record))
+            if sink:
+                sink(record)
+            if record["status"] != "ok":
+                raise UsageError(f"{job.commit.sha[:10]}: {record['error']}")
+            if record.get("extra_runs"):
+                say(f"  {job.commit.sha[:10]}: {record['ratio']:.3f} ({record['ci_low']:.3f}-"
+                    f"{record['ci_high']:.3f}) needed {record['extra_runs']} more runs"
+                    + ("" if record["settled"] else "; still not settled"))
+            done[job.commit] = record
+
+        executor.map(functools.partial(judge, context), jobs, keep)
+        return done
+
+    ends = judged([Job(commits[-1])])[commits[-1]]
     if ends["call"] == "same":
         return result
     # A bad end that is faster: the same search for the commit that sped it up.
     result.direction = ends["call"]
+    width = max(1, len(executor.nodes()))
     lo, hi = -1, len(commits) - 1  # commits[hi] changed against good; lo did not (good itself)
     while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if judge(commits[mid], lambda r, final: _step_call(r, ends["ratio"], final,
-                                                           result.direction))[
-                "call"] == result.direction:
-            hi = mid
-        else:
-            lo = mid
+        points = _probes(lo, hi, width)
+        calls = judged([Job(commits[i], ends["ratio"], result.direction) for i in points])
+        changed = [i for i in points if calls[commits[i]]["call"] == result.direction]
+        hi = min(changed, default=hi)
+        lo = max([i for i in points if i < hi], default=lo)
     result.first_changed = commits[hi]
     return result
+
+
+def _probes(lo, hi, k) -> list:
+    """Up to `k` commit indices strictly between lo and hi, evenly spaced (k = 1: the middle)."""
+    return sorted({lo + (hi - lo) * i // (k + 1) for i in range(1, k + 1)} - {lo, hi})
 
 
 def _end_call(record, min_effect) -> dict:

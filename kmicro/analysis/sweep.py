@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import kmicro
 from kmicro.analysis import ab, machine
-from kmicro.core import cases as cases_mod
 from kmicro.core import envs, records, stacks, variant_cache
 from kmicro.core.errors import UsageError
 from kmicro.harness import placement
@@ -112,12 +111,11 @@ def node_info(node_id: str) -> dict:
             "python": platform.python_version()}
 
 
-def measure(cell: Cell, case_ids: list, passes: list, options, settings, node_id: str) -> list:
+def measure(cell: Cell, case_list: list, passes: list, options, settings, node_id: str) -> list:
     """One cell on this node: its variant built (or found in the cache), then `kmicro ab`
     base vs variant. Returns its records, each naming the cell and the node; a variant that
     cannot be built, or a base this node lacks, gives error records."""
     started, node = time.time(), node_info(node_id)
-    case_list = [cases_mod.parse_id(c) for c in case_ids]
     got = []
     try:
         (base,) = stacks.resolve([cell.base])
@@ -129,7 +127,8 @@ def measure(cell: Cell, case_ids: list, passes: list, options, settings, node_id
         ab.run(base, variant, case_list, passes, options, settings, got.append)
     except UsageError as exc:
         built = time.time()
-        got = failed_cell(cell, case_ids, passes, str(exc), node)
+        got = failed_cell(cell, [c.id for c in case_list], passes,
+                          f"{cell.variant.label}: {exc}", node)
     ended = time.time()
     for record in got:
         record.update(node=node, cell_start=started, cell_end=ended, build_s=built - started)

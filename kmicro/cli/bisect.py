@@ -33,6 +33,11 @@ def add_parser(subparsers):
                    help="more kmicro ab runs (fresh worker pairs) for a commit whose call is "
                         "not settled (default 2)")
     common.add_device_flag(p)
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help="judge k commits at once on a Ray cluster of k nodes (k-ary search): "
+                        "auto, HOST:PORT or ray://HOST:PORT (default: $RAY_ADDRESS, else this "
+                        "machine, one commit after another); --repo must be at the same path "
+                        "on every node")
     p.add_argument("--json", help="results file (default: results/bisect-<time>.json)")
     return p
 
@@ -41,6 +46,7 @@ def run(args) -> int:
     from kmicro.analysis import bisect
     from kmicro.core import records
     from kmicro.core.errors import UsageError
+    from kmicro.harness import executors, ray_cluster
     from kmicro.report import ab_tables
 
     case = cases.parse_id(args.case)
@@ -54,11 +60,17 @@ def run(args) -> int:
             kept.append(records.ResultsFile(path))
         kept[0].append(record)
 
-    result = bisect.run(args.repo, args.good, args.bad, args.base, args.package,
-                        case, args.pass_name,
-                        common.run_options(args, timeout_s=300.0), settings,
-                        lambda text: print(f"kmicro bisect: {text}", file=sys.stderr, flush=True),
-                        keep, extend=args.extend)
+    address = ray_cluster.address_from(args.cluster)
+    executor = ray_cluster.Ray(address) if address else executors.Local()
+    try:
+        result = bisect.run(args.repo, args.good, args.bad, args.base, args.package,
+                            case, args.pass_name,
+                            common.run_options(args, timeout_s=300.0), settings,
+                            lambda text: print(f"kmicro bisect: {text}", file=sys.stderr,
+                                               flush=True),
+                            keep, extend=args.extend, executor=executor)
+    finally:
+        executor.close()
     console = common.make_console()
     console.print(_table(result))
     if result.ends_differ:

@@ -82,8 +82,8 @@ def _cache(args, console) -> int:
     found = variant_cache.listing()
     table = Table(title=f"environments kmicro built for bisect and sweep ({len(found)}; "
                         "`kmicro stack cache --prune` deletes them)")
-    for col in ("stack", "base", "swapped", "size", "built"):
-        table.add_column(col, justify="right" if col in ("size", "built") else "left")
+    for col in ("stack", "base", "swapped", "frees", "built"):
+        table.add_column(col, justify="right" if col in ("frees", "built") else "left")
     for stack, size, age in found:
         table.add_row(stack.name, stack.base, ", ".join(stack.overrides),
                       f"{size / 2**20:.0f} MiB", "gone" if age is None else f"{age:.1f} days ago")

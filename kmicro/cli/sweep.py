@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 
 from kmicro.cli import common
 from kmicro.core import cases
@@ -77,7 +78,7 @@ def run(args) -> int:
         say = _say
         if kept:
             say(f"{len(cells) - len(todo)} of {len(cells)} cells already in {path}")
-        measure = functools.partial(sweep.measure, case_ids=[c.id for c in case_list],
+        measure = functools.partial(sweep.measure, case_list=case_list,
                                     passes=passes, options=common.run_options(
                                         args, timeout_s=args.timeout), settings=settings)
         keep = _keeper(out, case_list, passes, say, sweep)
@@ -143,10 +144,12 @@ def _keeper(out, case_list, passes, say, sweep):
     """on_done of the executor: a cell's records into the results file as soon as it is in
     (an exception: error records for each of its passes), and a progress line."""
     def keep(cell, result):
+        received = time.time()  # with cell_end: how long a result takes to come back
         if isinstance(result, BaseException):
             error = f"{type(result).__name__}: {str(result).splitlines()[0] if str(result) else ''}"
             result = sweep.failed_cell(cell, [c.id for c in case_list], passes, error)
         for record in result:
+            record["received"] = received
             out.append(record)
         ok = sum(r["status"] == "ok" for r in result)
         first = result[0] if result else {}

@@ -5,8 +5,8 @@ measures; this only turns its answer, or its failure, into the fields. Python 3.
 
 __all__ = ["NO_ALLOCATOR", "fields"]
 
-NO_ALLOCATOR = ("not measured: kmicro reads no memory figure here (on Keras 1 and 2 stacks: "
-                "Theano's memory profile for layer passes only, none on TensorFlow 1)")
+NO_ALLOCATOR = ("not measured: kmicro reads no memory figure here (on Keras 1 and 2 stacks "
+                "only Theano's memory profile; none on TensorFlow 1)")
 
 
 def fields(peak_memory, *args) -> dict:

@@ -48,8 +48,8 @@ def _building(name):
 
 
 def listing() -> list:
-    """[(stack, bytes on disk, days since it was built, None when its environment is gone)]
-    of the cached variants."""
+    """[(stack, bytes pruning it frees, days since it was built, None when its environment is
+    gone)] of the cached variants."""
     found = []
     for stack in all_stacks().values():
         if stack.cached:
@@ -76,4 +76,11 @@ def prune(older_than_days=0.0) -> list:
 
 
 def _size(directory: Path) -> int:
-    return sum(f.stat().st_size for f in directory.rglob("*") if f.is_file() and not f.is_symlink())
+    """The bytes deleting `directory` frees: files linked nowhere else (uv hard-links most of
+    an environment from its cache; those stay)."""
+    total = 0
+    for f in directory.rglob("*"):
+        if f.is_file() and not f.is_symlink():
+            info = f.stat()
+            total += info.st_size if info.st_nlink == 1 else 0
+    return total

@@ -1,5 +1,5 @@
 """Where `kmicro sweep` runs its cells: `Local` here, one after another, or `Ray` on a cluster
-(kmicro.harness.ray_cluster). Both call `fn(cell, node_id)` for each cell and hand each
+(kmicro.harness.ray_cluster). Both call `fn(cell, node_id=...)` for each cell and hand each
 cell's result (its records, or the exception that ended it) to `on_done(cell, result)` as
 soon as it is in, so the caller can keep finished cells whatever happens to the rest.
 """
@@ -22,7 +22,7 @@ class Local:
     def map(self, fn, cells, on_done):
         for cell in cells:
             try:
-                result = fn(cell, self.node_id)
+                result = fn(cell, node_id=self.node_id)
             except Exception as exc:  # noqa: BLE001 - one cell's failure, not the sweep's
                 result = exc
             on_done(cell, result)

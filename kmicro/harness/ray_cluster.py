@@ -88,7 +88,7 @@ class Ray:
 def _on_node(fn, cell):
     import ray
 
-    return fn(cell, ray.get_runtime_context().get_node_id())
+    return fn(cell, node_id=ray.get_runtime_context().get_node_id())
 
 
 def _reachable(address: str):

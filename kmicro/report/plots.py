@@ -15,7 +15,8 @@ from matplotlib.ticker import FuncFormatter
 
 from kmicro.report import tables
 
-__all__ = ["comparison", "heatmap", "roofline", "roofline_points", "spread", "stacked_shares"]
+__all__ = ["comparison", "heatmap", "history", "roofline", "roofline_points", "spread",
+           "stacked_shares"]
 
 # A log axis once the slowest bar is this many times the fastest: linear hides the small ones.
 LOG_SPREAD = 20.0
@@ -236,3 +237,37 @@ def spread(values) -> float:
     """max/min of the positive values (1.0 when fewer than two): used to pick a log axis."""
     positive = [v for v in values if v and v > 0 and math.isfinite(v)]
     return max(positive) / min(positive) if len(positive) > 1 else 1.0
+
+
+def history(records, title) -> bytes:
+    """Sweep records of one base stack: one panel per case, the ratio of each pass against
+    the base along the variants (in sweep order), the 95 % interval as a band."""
+    variants = list(OrderedDict.fromkeys(r["variant"] for r in sorted(records,
+                                                                      key=lambda r: r["cell"])))
+    by_case = OrderedDict()
+    for r in records:
+        if r["status"] == "ok":
+            by_case.setdefault(r["case"], {}).setdefault(r["pass"], {})[r["variant"]] = r
+    cols = min(3, max(1, len(by_case)))
+    rows = -(-len(by_case) // cols) or 1
+    fig = Figure(figsize=(4.2 * cols, 2.3 * rows + 0.6), layout="constrained")
+    colors = _colors(tables.PASS_LABELS)
+    for n, (case, passes) in enumerate(by_case.items()):
+        ax = fig.add_subplot(rows, cols, n + 1)
+        ax.axhline(1.0, color="#888", lw=0.8)
+        for pass_name, got in passes.items():
+            xs = [i for i, v in enumerate(variants) if v in got]
+            mid = [got[variants[i]]["ratio"] for i in xs]
+            ax.fill_between(xs, [got[variants[i]]["ci_low"] for i in xs],
+                            [got[variants[i]]["ci_high"] for i in xs],
+                            color=colors[pass_name], alpha=0.2, lw=0)
+            ax.plot(xs, mid, marker="o", ms=3, color=colors[pass_name],
+                    label=tables.PASS_LABELS.get(pass_name, pass_name))
+        ax.set_xticks(range(len(variants)), [v.split("==")[-1].split("@")[-1][:10]
+                                             for v in variants], fontsize=7, rotation=30)
+        ax.set_title(case, fontsize=8, loc="left")
+        ax.tick_params(axis="y", labelsize=7)
+        if n == 0:
+            ax.legend(fontsize=7, frameon=False)
+    fig.suptitle(title, fontsize=10, x=0.01, ha="left")
+    return _png(fig)

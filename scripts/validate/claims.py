@@ -304,6 +304,76 @@ def asv_drift(ctx) -> list:
             ("wall of asv run", f"{got['wall_s'] / got['commits'] / 60:.1f} min per commit")]
 
 
+SWEEP_VERSIONS = "keras==3.13.0,3.14.0,3.15.1"
+
+
+def sweep_claim(ctx) -> list:
+    """The seed layers of three Keras versions on jax and torch, swept here and on a 2-node
+    Ray cluster of this machine (the nodes share its cores: no speed-up claim)."""
+    chosen = _installed("jax", "torch")
+    if not chosen:
+        raise Skip("neither jax nor torch is installed")
+    argv = ["sweep", "--set", SWEEP_VERSIONS, "--from", ",".join(chosen)]
+    if ctx.quick:
+        argv += ["--ops", "batchnorm,dense", "--passes", "forward"]
+    here, _ = ctx.kmicro(*argv, name="sweep-local")
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
+                                                            "include_dashboard": False})
+    try:
+        for _ in range(2):
+            cluster.add_node(num_cpus=1, resources={"kmicro": 1})
+        cluster.wait_for_nodes()
+        started = time.time()
+        there, _ = ctx.kmicro(*argv, "--cluster", cluster.address, name="sweep-ray")
+    finally:
+        cluster.shutdown()
+    rows = [(f"local: cell wall, {_cells(here)[0][1]['base']} + ...",
+             ", ".join(f"{r['variant'].split('==')[-1]} {r['cell_end'] - r['cell_start']:.0f} s"
+                       for _, r in _cells(here)))]
+    firsts = [r for r in there if r["role"] == "cell"]
+    verdicts = {(r["cell"], r["case"], r["pass"]): r["verdict"] for r in here}
+    same = sum(verdicts.get((r["cell"], r["case"], r["pass"])) == r["verdict"] for r in firsts)
+    rows.append(("2-node Ray cluster: verdicts equal to the local sweep's",
+                 f"{same} of {len(firsts)}"))
+    overhead = _ray_overhead(there, started)
+    rows.append(("2-node Ray cluster: Ray's scheduling overhead per cell (dispatch + return)",
+                 f"median {statistics.median(overhead):.2f} s, most {max(overhead):.2f} s"))
+    again = [r for r in there if r["role"] == "overlap" and r["status"] == "ok"]
+    if again:
+        from kmicro.analysis import sweep
+
+        pairs = sweep.agreement(there)["pairs"]
+        rows.append(("overlap cells: passes whose two nodes' 95 % intervals overlap",
+                     f"{sum(a for _, _, a in pairs)} of {len(pairs)}"))
+    return rows
+
+
+def _cells(found) -> list:
+    """[(cell, its first record)] of the first measurements, in cell order."""
+    firsts = {}
+    for r in found:
+        if r.get("role") == "cell":
+            firsts.setdefault(r["cell"], r)
+    return sorted(firsts.items())
+
+
+def _ray_overhead(found, started) -> list:
+    """Per cell run: the wait between its node finishing the previous cell (or the sweep
+    starting) and this one starting, plus the time its records took to reach the driver."""
+    runs = {}
+    for r in found:
+        if r["status"] == "ok":
+            runs[(r["cell"], r["role"])] = r
+    by_node, overhead = {}, []
+    for r in sorted(runs.values(), key=lambda r: r["cell_start"]):
+        previous = by_node.get(r["node"]["id"], started)
+        overhead.append(max(0.0, r["cell_start"] - previous) + (r["received"] - r["cell_end"]))
+        by_node[r["node"]["id"]] = r["cell_end"]
+    return overhead
+
+
 def ci_time(ctx) -> list:
     wall = ctx.run(["make", "test"], "ci-time")
     tail = [line for line in (ctx.out / "ci-time.log").read_text().splitlines()
@@ -321,5 +391,6 @@ CLAIMS = (
     Claim("memory", "Peak bytes against arithmetic", True, memory),
     Claim("in-situ", "In-situ profiler overhead", False, in_situ),
     Claim("asv-drift", "Relative asv history under drift", False, asv_drift),
+    Claim("sweep", "Sweeps on a Ray cluster", False, sweep_claim),
     Claim("ci-time", "CI time", False, ci_time),
 )

@@ -5,7 +5,8 @@ import time
 from html import escape
 from pathlib import Path
 
-from kmicro.report.html import ab, attribution, diagnose, environment, findings, models, ops
+from kmicro.report.html import (ab, attribution, diagnose, environment, findings, models, ops,
+                                sweep)
 from kmicro.report.html.loading import group
 from kmicro.report.html.markup import cell, table
 from kmicro.report.tables import status_counts
@@ -31,7 +32,7 @@ nav a{margin-right:12px}
 # (anchor, link text, kind the section shows; None: always there)
 NAV = (("findings", "findings", None), ("summary", "summary", None), ("ops", "layers", "op"), ("plots", "plots", "op"),
        ("models", "models", "model"), ("attribution", "attribution", "attribution"),
-       ("diagnose", "diagnose", "diagnose"), ("ab", "A/B", "ab"),
+       ("diagnose", "diagnose", "diagnose"), ("history", "history", "sweep"), ("ab", "A/B", "ab"),
        ("environment", "environment", None),
        ("reference", "reference", None))
 
@@ -40,13 +41,15 @@ def render(records, peaks=None) -> str:
     """The whole page. `peaks` ({"matmul_gflops", "copy_gbps"}, see peaks.measure) draws the
     machine's ceilings on the roofline."""
     groups = group(records)
+    shown = dict(groups, sweep=[r for r in groups["ab"] if r.get("variant")])
     nav = " ".join(f"<a href='#{anchor}'>{escape(text)}</a>" for anchor, text, kind in NAV
-                   if kind is None or groups[kind])
+                   if kind is None or shown[kind])
     body = (findings.section(records, groups["op"], peaks) + _summary(groups, records)
             + ops.section(groups["op"])
             + ops.plots_section(groups["op"], peaks) + models.section(groups["model"])
             + attribution.section(groups["attribution"])
-            + diagnose.diagnose_section(groups["diagnose"]) + ab.section(groups["ab"])
+            + diagnose.diagnose_section(groups["diagnose"]) + sweep.section(groups["ab"])
+            + ab.section(groups["ab"])
             + diagnose.other_section(groups["other"])
             + environment.section(records) + models.reference_section())
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
