@@ -54,11 +54,10 @@ class Ray:
         ray = self.ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        task = ray.remote(_on_node).options(resources={RESOURCE: 1}, num_cpus=0,
-                                            max_retries=RETRIES)
+        task = ray.remote(_on_node)
         pending = {}
         for n, cell in enumerate(cells):
-            options = {}
+            options = {"resources": {RESOURCE: 1}, "num_cpus": 0, "max_retries": RETRIES}
             if getattr(cell, "avoid_node", ""):  # an overlap cell: on another node
                 others = [node for node in self.nodes() if node != cell.avoid_node]
                 if not others:
