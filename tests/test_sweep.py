@@ -3,8 +3,10 @@ cluster of this machine (ray.cluster_utils: a head and worker nodes, each offeri
 `kmicro` resource), the same records either way; no two cells at once on a node; a node killed
 mid-sweep loses no finished cell; a k-ary bisection names the planted commit, or none; bad
 input is one line and exit 2."""
+import json
 import os
 import subprocess
+import sys
 import threading
 import time
 
@@ -71,6 +73,21 @@ def _check_planted(found, commits):
         assert cells[(f"keras@{commits[1][:10]}", case, "forward", "cell")]["ratio"] < 1.15
 
 
+def _published(directory) -> dict:
+    """Real `asv publish` of a sweep's --asv DIR: {base: {commit position: [ratio per (case,
+    pass)]}}, and the tags asv read."""
+    config = directory / "asv.conf.json"
+    done = subprocess.run([sys.executable, "-m", "asv", "--config", str(config), "publish"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    series = {}
+    for graph in (directory / "html" / "graphs").glob("**/sweep.Sweep.track_ratio.json"):
+        base = next(p.split("-", 1)[1] for p in graph.parts if p.startswith("base-"))
+        series[base] = {rev: values for rev, values in json.loads(graph.read_text())}
+    tags = json.loads((directory / "html" / "index.json").read_text())["tags"]
+    return series, tags
+
+
 def _no_two_cells_at_once(found):
     runs = {}
     for r in found:
@@ -90,7 +107,8 @@ def test_a_sweep_on_a_ray_cluster_gives_the_records_the_local_one_does(planted, 
                                                                        tmp_path):
     repo, commits = planted
     revs = f"{commits[0]}..{commits[2]}"
-    local = subprocess.run(sweep_cmd(repo, revs, tmp_path / "local.json"), cwd=ROOT,
+    local = subprocess.run(sweep_cmd(repo, revs, tmp_path / "local.json", "--asv",
+                                     str(tmp_path / "asv")), cwd=ROOT,
                            capture_output=True, text=True, timeout=1200)
     assert local.returncode == 0, local.stderr
     on_ray = subprocess.run(sweep_cmd(repo, revs, tmp_path / "ray.json", "--cluster",
@@ -115,6 +133,12 @@ def test_a_sweep_on_a_ray_cluster_gives_the_records_the_local_one_does(planted, 
     assert all(r["node"]["id"] != first_node[r["cell"]] for r in again)
     assert "nodes agree on" in on_ray.stdout
     _no_two_cells_at_once(there)
+    # --asv: the swept commits, in their order, each point the record's ratio
+    series, _ = _published(tmp_path / "asv")
+    (points,) = series.values()
+    assert len(points) == 2 and min(points) < max(points)
+    planted_ratios = sorted(r["ratio"] for r in here if r["variant"].endswith(commits[2][:10]))
+    assert sorted(points[max(points)]) == pytest.approx(planted_ratios)
 
 
 @pytest.mark.timing
@@ -153,12 +177,19 @@ def test_a_node_killed_mid_sweep_loses_no_finished_cell(planted, cluster, tmp_pa
 def test_a_version_that_does_not_exist_is_an_error_cell_and_the_sweep_goes_on(envs, tmp_path):
     p = run_kmicro("sweep", "--set", "keras==0.0.1,3.15.1", "--from", "numpy", "--case",
                    "dense(units=10)@32x512", "--passes", "forward", *SMALL,
-                   "--json", str(tmp_path / "s.json"), timeout=900)
+                   "--json", str(tmp_path / "s.json"), "--asv", str(tmp_path / "asv"),
+                   timeout=900)
     assert p.returncode == 0, p.stderr
     found = {r["variant"]: r for r in load(tmp_path / "s.json")}
     assert found["keras==0.0.1"]["status"] == "error"
     assert "keras==0.0.1" in found["keras==0.0.1"]["error"]
     assert found["keras==3.15.1"]["status"] == "ok"
+    # --asv: one point per version, tagged with it; the one that failed is no value
+    series, tags = _published(tmp_path / "asv")
+    assert set(tags) == {"keras-0.0.1", "keras-3.15.1"}
+    points = series["numpy"]
+    assert points[tags["keras-3.15.1"]] == [pytest.approx(found["keras==3.15.1"]["ratio"])]
+    assert points.get(tags["keras-0.0.1"], [None]) == [None]
     # the finished file: --resume runs nothing again
     again = run_kmicro("sweep", "--set", "keras==0.0.1,3.15.1", "--from", "numpy", "--case",
                        "dense(units=10)@32x512", "--passes", "forward", *SMALL, "--resume",
@@ -182,6 +213,22 @@ def test_bad_input_is_one_line_and_exit_2(args, text, tmp_path):
     assert p.returncode == 2, p.stderr
     assert text in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert not (ROOT / "results").exists() or not list((ROOT / "results").glob("sweep-*"))
+
+
+def test_asv_output_of_commits_on_no_branch_is_refused_before_measuring(tmp_path):
+    repo = tmp_path / "repo"
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for n in range(3):
+        if n == 2:
+            subprocess.run([*git, "checkout", "-q", "--detach"], check=True)
+        subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", str(n)], check=True)
+    p = run_kmicro("sweep", "--repo", str(repo), "--package", "keras", "--revs", "HEAD~2..HEAD",
+                   "--from", "jax", "--ops", "dense", "--asv", str(tmp_path / "asv"),
+                   timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert "no local branch" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert not (tmp_path / "asv").exists()
 
 
 @pytest.mark.slow

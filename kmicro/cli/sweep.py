@@ -48,6 +48,9 @@ def add_parser(subparsers):
     p.add_argument("--resume", action="store_true",
                    help="skip the cells already finished in --json")
     p.add_argument("--json", help="results file (default: results/sweep-<time>.json)")
+    p.add_argument("--asv", metavar="DIR",
+                   help="also write the series as asv results in DIR: `asv publish --config "
+                        "DIR/asv.conf.json` draws them")
     return p
 
 
@@ -55,9 +58,11 @@ def run(args) -> int:
     from kmicro.analysis import sweep
     from kmicro.core import records
     from kmicro.harness import executors, ray_cluster
-    from kmicro.report import sweep_tables
+    from kmicro.report import sweep_asv, sweep_tables
 
     variants = _variants(args, sweep)
+    if args.asv and args.repo:
+        sweep_asv.check_repo(args.repo, variants[-1].spec.partition("@")[2])
     bases = [s.name for s in common.stacks_to_run(common.split(args.bases))]
     case_list = common.cases_of(args)
     passes = cases.with_passes(common.split(args.passes))
@@ -103,6 +108,10 @@ def run(args) -> int:
     for line in sweep_tables.agreement_lines(agreed):
         console.print(line, soft_wrap=True)
     console.print(f"results: {path}")
+    if args.asv:
+        config = sweep_asv.write(args.asv, out.records, variants, args.repo)
+        console.print(f"asv results: {config.parent} (`asv publish --config {config}`, then "
+                      f"`asv preview --config {config}`)", soft_wrap=True)
     return common.exit_code(out.records)
 
 

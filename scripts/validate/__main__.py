@@ -32,11 +32,13 @@ def main(argv=None) -> int:
                    help="a clone of keras-team/keras (with tag v3.15.0) for the bisect claim's "
                         "real history")
     p.add_argument("--out", type=Path, help="output folder (default results/validation-<time>)")
+    p.add_argument("--repeats", type=int, default=5,
+                   help="runs of the planted claim, each its own seed (default 5; 1 with --quick)")
     args = p.parse_args(argv)
     chosen = _chosen(args, p)
     out = args.out or ROOT / "results" / f"validation-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
-    context = claims.Context(out, args.quick, args.keras_repo)
+    context = claims.Context(out, args.quick, args.keras_repo, args.repeats)
     doc = {"machine": _machine(), "date": time.strftime("%Y-%m-%d"),
            "commit": claims.git_head(), "quick": args.quick, "claims": []}
     from rich.console import Console

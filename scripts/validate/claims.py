@@ -42,8 +42,9 @@ class Claim:
 class Context:
     """Where a claim's files go, how big it runs, and the commands it ran."""
 
-    def __init__(self, out, quick, keras_repo=None):
+    def __init__(self, out, quick, keras_repo=None, repeats=5):
         self.out, self.quick, self.keras_repo = Path(out), quick, keras_repo
+        self.repeats = 1 if quick else repeats
         self.commands, self.step = [], lambda text: None
         # Stacks a claim adds (the planted one) live in a config of this run's own, so the
         # user's `kmicro stack list` is left as it was.
@@ -183,9 +184,8 @@ def planted(ctx) -> list:
              f"PYTHONPATH={ROOT / 'scripts' / 'plant_layer'}", "--env",
              f"PLANT_LAYER={PLANT}"], "planted-stack")
     ops = "conv2d,dense" if ctx.quick else "conv2d,dense,batchnorm"
-    repeats = 1 if ctx.quick else 5
     planted_recs, controls, walls = [], [], []
-    for seed in range(1, repeats + 1):
+    for seed in range(1, ctx.repeats + 1):
         records, wall = ctx.kmicro("ab", "jax", "validate-jaxplant", "--ops", ops, "--passes",
                                    "forward", "--seed", str(seed), name=f"planted-{seed}")
         walls.append(wall)
