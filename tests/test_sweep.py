@@ -207,6 +207,7 @@ def test_a_version_that_does_not_exist_is_an_error_cell_and_the_sweep_goes_on(en
      "cannot reach a Ray cluster at 127.0.0.1:9"),
     (["--set", "keras==3.14.0", "--from", "jax", "--cluster", "nonsense"], "malformed --cluster"),
     (["--set", "keras==3.14.0", "--from", "jax", "--resume"], "--resume needs --json"),
+    (["--set", "keras==3.14.0", "--from", "jax", "--asv", "docs"], "holds files a sweep did not"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, text, tmp_path):
     p = run_kmicro("sweep", *args, "--ops", "dense", timeout=120)

@@ -61,6 +61,8 @@ def run(args) -> int:
     from kmicro.report import sweep_asv, sweep_tables
 
     variants = _variants(args, sweep)
+    if args.asv:
+        sweep_asv.check_dir(args.asv)
     if args.asv and args.repo:
         sweep_asv.check_repo(args.repo, variants[-1].spec.partition("@")[2])
     bases = [s.name for s in common.stacks_to_run(common.split(args.bases))]

@@ -23,12 +23,30 @@ from pathlib import Path
 
 from kmicro.core.errors import UsageError
 
-__all__ = ["BENCHMARK", "MACHINE", "check_repo", "write"]
+__all__ = ["BENCHMARK", "MACHINE", "PROJECT", "check_dir", "check_repo", "write"]
 
 BENCHMARK = "sweep.Sweep.track_ratio"
 MACHINE = "kmicro-sweep"
+PROJECT = "kmicro sweep"  # what marks a folder this module wrote
 COLUMNS = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a",
            "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat"]
+
+
+def check_dir(directory):
+    """DIR is new, empty, or one this module wrote: it is written again in full, so a folder
+    of anything else is refused before anything is measured."""
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"--asv {directory}: not a folder")
+    if not directory.exists() or not any(directory.iterdir()):
+        return
+    try:
+        ours = json.loads((directory / "asv.conf.json").read_text())["project"] == PROJECT
+    except (OSError, ValueError, KeyError, TypeError):
+        ours = False
+    if not ours:
+        raise UsageError(f"--asv {directory}: the folder holds files a sweep did not write; "
+                         "give a new or empty folder, or one an earlier sweep wrote")
 
 
 def check_repo(repo, last_sha: str) -> str:
@@ -74,7 +92,7 @@ def write(directory, found: list, variants: list, repo=None) -> Path:
                 _dump(results / MACHINE / f"{sha[:8]}-{env}.json",
                       _result(got, cases, passes, benchmark, sha, date, base, env))
     config = directory / "asv.conf.json"
-    _dump(config, {"version": 1, "project": "kmicro sweep", "project_url": "", "repo": repo,
+    _dump(config, {"version": 1, "project": PROJECT, "project_url": "", "repo": repo,
                    "branches": [branch], "results_dir": "results", "html_dir": "html",
                    "environment_type": "virtualenv"})
     return config

@@ -360,15 +360,20 @@ def _cells(found) -> list:
 
 
 def _ray_overhead(found, started) -> list:
-    """Per cell run: the wait between its node finishing the previous cell (or the sweep
-    starting) and this one starting, plus the time its records took to reach the driver."""
+    """Per cell run: the wait between its node finishing the previous cell (or the sweep or
+    its overlap phase starting) and this one starting, plus the time its records took to
+    reach the driver."""
     runs = {}
     for r in found:
         if r["status"] == "ok":
             runs[(r["cell"], r["role"])] = r
+    # Overlap cells are sent once every first cell is in: that wait is the sweep's, not Ray's.
+    phase_end = max((r["cell_end"] for r in runs.values() if r["role"] == "cell"), default=0)
     by_node, overhead = {}, []
     for r in sorted(runs.values(), key=lambda r: r["cell_start"]):
         previous = by_node.get(r["node"]["id"], started)
+        if r["role"] == "overlap":
+            previous = max(previous, phase_end)
         overhead.append(max(0.0, r["cell_start"] - previous) + (r["received"] - r["cell_end"]))
         by_node[r["node"]["id"]] = r["cell_end"]
     return overhead
