@@ -82,8 +82,10 @@ def _published(directory) -> dict:
     assert done.returncode == 0, done.stdout + done.stderr
     series = {}
     for graph in (directory / "html" / "graphs").glob("**/sweep.Sweep.track_ratio.json"):
-        base = next(p.split("-", 1)[1] for p in graph.parts if p.startswith("base-"))
-        series[base] = {rev: values for rev, values in json.loads(graph.read_text())}
+        bases = [p.split("-", 1)[1] for p in graph.parts if p.startswith("base-")]
+        if not bases:  # graphs/summary/: asv's summary over all lines
+            continue
+        series[bases[0]] = {rev: values for rev, values in json.loads(graph.read_text())}
     tags = json.loads((directory / "html" / "index.json").read_text())["tags"]
     return series, tags
 
