@@ -131,9 +131,13 @@ def _result(got, cases, passes, benchmark, sha, date, base, env) -> dict:
 
 def _machine(points) -> dict:
     """The nodes that measured the points (a cluster's are named together)."""
-    cpus = sorted({(r.get("node") or {}).get("cpu") or "unknown" for r in points})
-    return {"machine": MACHINE, "cpu": " / ".join(cpus), "arch": platform.machine(),
-            "num_cpu": str(os.cpu_count()), "os": f"{platform.system()} {platform.release()}",
+    def named(field):
+        return " / ".join(sorted({str((r.get("node") or {}).get(field) or "unknown")
+                                  for r in points}))
+
+    # arch and os are this machine's: the nodes' records do not carry them
+    return {"machine": MACHINE, "cpu": named("cpu"), "num_cpu": named("cpus"),
+            "arch": platform.machine(), "os": f"{platform.system()} {platform.release()}",
             "ram": "", "version": 1}
 
 
