@@ -28,12 +28,11 @@ OPS = tuple((os.environ.get("KMICRO_ASV_OPS") or "conv2d,batchnorm,maxpool,dense
 PASSES = ("forward", "backward")
 SELECTION = list(dict.fromkeys(cases.select(OPS, data_format="auto") + named_cases()))
 REFERENCE = os.environ.get("KMICRO_ASV_REFERENCE") or f"asv-ref-{BACKEND}"
-# A history point is one estimate per commit. Both sides of every round run on one CPU
-# (`kmicro ab --same-cpu`): this VM's vCPUs change speed apart from each other, and worker
-# pairs on different vCPUs read the same code 0.63-1.39x (jax A/A, docs/guide-asv.md). Passes that
-# stay unsettled (their 99 % interval still reaching past 3 %) get more rounds over more worker
-# pairs than `kmicro ab`'s defaults (25 rounds, 5 pairs). Settled passes stop as before.
-SETTINGS = {"max_rounds": 40, "processes": 8, "same_cpu": True}  # overrides of ab.Settings
+# A history point is one estimate per commit, judged with `kmicro ab`'s defaults: both sides
+# of every round on one CPU (this VM's vCPUs change speed apart from each other, and worker
+# pairs on different vCPUs read the same code 0.63-1.39x: jax A/A, docs/guide-asv.md), and
+# passes still unsettled after 25 rounds going on over more worker pairs, to 50.
+SETTINGS = {}  # overrides of ab.Settings
 
 
 def compare() -> dict:

@@ -134,6 +134,7 @@ def test_a_a_run_writes_contract_records(tmp_path):
     assert r["kind"] == "ab" and r["stack_a"] == r["stack_b"] == "numpy"
     assert r["verdict"] == "same" and r["ci_low"] <= r["ratio"] <= r["ci_high"]
     assert 5 <= r["rounds"] <= 10 and len(r["times_a_s"]) == r["rounds"]
+    assert set(r["round_pairs"]) <= {0, 1}  # by default one worker pair per 5 rounds
     assert "numpy vs numpy" in p.stdout and "2 same" in p.stdout  # units=10, and with softmax
 
 
@@ -180,6 +181,7 @@ def test_a_case_one_side_cannot_run_is_a_record_saying_why(tmp_path):
     (["ab", "jax", "jax", "--min-effect", "2"], "--min-effect"),
     (["ab", "jax", "jax", "--ops", "conv4d"], "valid ops"),
     (["ab", "jax", "jax", "--processes", "0"], "--processes"),
+    (["ab", "jax", "jax", "--rounds", "0"], "--rounds"),
 ])
 def test_bad_input_is_one_line_exit_2(args, text):
     p = kmicro(*args)

@@ -4,7 +4,8 @@ Both workers stay alive with every selected pass built, compiled and checked onc
 kmicro/harness/jobs/ab.py). Then, round after round, every pass still undecided is timed in
 a short burst on A and on B, in a random order per pass and round, and the paired per-round
 ratios are judged (kmicro/analysis/ab_stats.py). A pass leaves the rounds once its verdict is
-settled; the rounds stop at `max_rounds` or when `budget_s` is spent.
+settled; after `regular_rounds` only the passes still unsure go on; the rounds stop at
+`max_rounds` or when `budget_s` is spent.
 """
 from __future__ import annotations
 
@@ -27,14 +28,19 @@ __all__ = ["Settings", "run", "pooled", "burst_samples"]
 class Settings:
     min_effect: float = 0.03  # smaller changes are reported as "same"
     min_rounds: int = 6  # before any pass may stop early
-    max_rounds: int = 25
+    # After regular_rounds, a pass whose 95 % verdict is conclusive stops (its record is the
+    # one a cap there would give); the ones still unsure go on over further worker pairs, to
+    # max_rounds. A planted +4.5 % Conv2D forward was called slower in 3 of 10 runs capped at
+    # 25 rounds, in 10 of 10 with 50 (docs/validation.md, "Planted-effect detection").
+    regular_rounds: int = 25
+    max_rounds: int = 50
     samples: int = 9  # samples per burst (each >= 2 ms of calls); the burst's time is their min
     # A pass whose samples are long gets fewer of them, down to min_samples, once a round has
     # shown their length: bursts of about burst_s. A 20 ms Conv2D backward sample needs no
     # nine to find a quiet one; those bursts were most of a torch A/B's rounds.
     burst_s: float = 0.02
     min_samples: int = 3
-    processes: int = 5  # pairs of workers the rounds are split over, one pair after another
+    processes: int = 10  # pairs of workers the rounds are split over, one pair after another
     budget_s: float = 600.0  # for the rounds, all passes together
     seed: int = 0  # the order of passes and sides in every round
     # Both sides' bursts of a round on one CPU set (drawn per round; on two vCPUs one CPU,
@@ -207,8 +213,7 @@ def _rounds(sides, pairs, settings, sink, progress, rng, done, until, clock, gro
                 active.remove(key)
                 sink(_unmeasured(sides, key[0], *pairs.pop(key).prepared))
         if done >= max(settings.min_rounds, rounds_before_stopping(settings)):
-            for key in [k for k in active if _judge(pairs[k], ab_stats.EARLY_CONFIDENCE)
-                        .settled(settings.min_effect)]:
+            for key in [k for k in active if _stops(pairs[k], done, settings)]:
                 active.remove(key)
                 sink(_record(sides, key, pairs.pop(key), settings))
         if progress:
@@ -216,6 +221,20 @@ def _rounds(sides, pairs, settings, sink, progress, rng, done, until, clock, gro
         if time.monotonic() - clock > settings.budget_s:
             break
     return done
+
+
+def _stops(pair, done, settings) -> bool:
+    """Whether a pass leaves the rounds after round `done`. A change (the interval beyond the
+    minimum effect) stops it only on the 99 % interval: every look at the data is another
+    chance to call noise a change. No change (the interval within it) stops it on the 95 %
+    interval the verdict uses: those looks can only end a pass as `same`, never flag one,
+    and the rounds go to the passes still unsure. After `regular_rounds`, a pass whose 95 %
+    verdict is conclusive stops too."""
+    judged = _judge(pair)
+    if judged.conclusive(settings.min_effect) and (
+            done >= settings.regular_rounds or judged.verdict(settings.min_effect) == "same"):
+        return True
+    return _judge(pair, ab_stats.EARLY_CONFIDENCE).settled(settings.min_effect)
 
 
 def rounds_before_stopping(settings) -> int:

@@ -167,10 +167,14 @@ def vcpu_drift(seconds=4.0, most=16) -> Drift:
     return Drift(slow, median, correlation, int(both.sum()), why)
 
 
+AA_ROUNDS = 25  # every pass runs them all; the MDE at ab's most rounds is projected from them
+
+
 def aa_settings(seconds) -> ab.Settings:
-    """`kmicro ab`'s defaults, but every pass runs all its rounds (no early stop: the spread
-    of the rounds is what is measured) within `seconds`."""
-    return ab.Settings(min_effect=0.0, budget_s=seconds)
+    """`kmicro ab`'s defaults, but every pass runs AA_ROUNDS rounds (no early stop: the
+    spread of the rounds is what is measured) within `seconds`."""
+    return ab.Settings(min_effect=0.0, budget_s=seconds, max_rounds=AA_ROUNDS,
+                       processes=AA_ROUNDS // 5)
 
 
 def run_aa(stack, case_list, options, seconds, progress=None) -> list:

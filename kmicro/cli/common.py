@@ -29,6 +29,7 @@ STACKS_HELP = (f"comma list of {','.join(stacks.STACKS)} or user stacks "
 TRAINING_STACKS_HELP = "comma list of stacks (default: installed stacks that train)"
 JIT_HELP = "auto = what a Keras train step does per backend; on/off forces it"
 QUICK_HELP = "fewer samples: smoke runs, not numbers"
+ROUNDS_PER_PAIR = 5  # --processes' default: as analysis.ab.Settings' 50 rounds over 10 pairs
 
 
 def add_device_flag(parser):
@@ -40,11 +41,13 @@ def add_judging_flags(parser, min_effect_help):
     judge a pair."""
     parser.add_argument("--min-effect", type=float, default=0.03, help=min_effect_help)
     # Defaults as in kmicro.analysis.ab.Settings (not imported here: it loads the runner).
-    parser.add_argument("--rounds", type=int, default=25, help="most rounds per comparison "
-                                                                "(default 25)")
-    parser.add_argument("--processes", type=int, default=5,
-                        help="pairs of worker processes the rounds are split over (default 5): "
-                             "each pair is a fresh sample of a process's own speed")
+    parser.add_argument("--rounds", type=int, default=50,
+                        help="most rounds per comparison (default 50; settled passes stop "
+                             "sooner, most of them by 25)")
+    parser.add_argument("--processes", type=int,
+                        help="pairs of worker processes the rounds are split over (default: "
+                             f"one per {ROUNDS_PER_PAIR} rounds): each pair is a fresh sample "
+                             "of a process's own speed")
     parser.add_argument("--same-cpu", action=argparse.BooleanOptionalAction, default=True,
                         help="time both sides of a round on one CPU (on a larger machine, "
                              "one half of the CPUs), drawn per round (default): a VM's vCPUs "
@@ -60,10 +63,15 @@ def judging_settings(args, **more):
         raise UsageError("expected 0 <= --min-effect < 1")
     if "min_rounds" in more and not 2 <= more["min_rounds"] <= args.rounds:
         raise UsageError("expected 2 <= --min-rounds <= --rounds")
-    if not 1 <= args.processes <= args.rounds:
+    if args.rounds < 1:
+        raise UsageError("expected --rounds >= 1")
+    processes = args.processes
+    if processes is None:
+        processes = -(-args.rounds // ROUNDS_PER_PAIR)
+    if not 1 <= processes <= args.rounds:
         raise UsageError("expected 1 <= --processes <= --rounds")
     return ab.Settings(min_effect=args.min_effect, max_rounds=args.rounds,
-                       processes=args.processes, same_cpu=args.same_cpu, **more)
+                       processes=processes, same_cpu=args.same_cpu, **more)
 
 
 def add_run_flags(parser, command, stacks_help=STACKS_HELP, jit_help=JIT_HELP, quick_help=None,

@@ -49,7 +49,7 @@ def env_table(variables) -> Table:
 
 
 def aa_table(records) -> Table:
-    table = Table(title=f"A/A: the same stack on both sides, {ab.Settings.max_rounds} rounds "
+    table = Table(title=f"A/A: the same stack on both sides, {machine.AA_ROUNDS} rounds "
                         "at most, no early stop")
     for col in ("case", "pass", "rounds", "B/A", "MDE now",
                 f"MDE at {ab.Settings.max_rounds} rounds"):
@@ -70,5 +70,5 @@ def verdict_line(effect, stack_name) -> str:
     if effect is None:
         return f"[yellow]no pass of the A/A could be measured on {stack_name}[/yellow]"
     return (f"[bold]an effect of {effect:.1%} is the smallest `kmicro ab` can tell apart here "
-            f"now[/bold] ({stack_name}; its defaults: {ab.Settings.max_rounds} rounds, "
+            f"now[/bold] ({stack_name}; its defaults: up to {ab.Settings.max_rounds} rounds, "
             f"{'same-CPU' if ab.Settings.same_cpu else 'free'} placement)")
