@@ -3,6 +3,7 @@
 The planted slowdown is real Keras code running slower: a stack identical to numpy except that
 a sitecustomize on its PYTHONPATH makes Dense.call compute its output twice.
 """
+import math
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 
 from conftest import KMICRO, ROOT, load
 
-from kmicro.analysis import ab_stats
+from kmicro.analysis import ab, ab_stats
 from kmicro.report import ab_tables
 
 DENSE = ("--ops", "dense", "--passes", "forward", "--shapes", "32,512", "--set", "units=10")
@@ -89,6 +90,31 @@ def test_a_same_that_does_not_rule_out_the_minimum_effect_is_shown_unsure():
                  status="ok", mde=0.1) for r, lo, hi in ((1.02, 0.95, 1.73), (1.0, 0.99, 1.02))]
     assert [ab_tables.verdict_label(r) for r in rows] == ["same (unsure)", "same"]
     assert "2 same (1 of them unsure" in ab_tables.summary(rows)
+
+
+def _rounds(logs):
+    """Rounds with these log-ratios B/A, five per worker pair: (times, groups)."""
+    return ([1.0] * len(logs), [math.exp(x) for x in logs]), [i // 5 for i in range(len(logs))]
+
+
+def test_no_change_stops_on_the_95_interval_a_change_only_on_the_99():
+    settings = ab.Settings()  # min effect 3 %, 25 regular rounds, at most 50
+    spread = [0.03 * ((i * 7) % 11 - 5) / 5 for i in range(15)]  # within +-3 %, around 1
+    times, groups = _rounds(spread)
+    assert ab_stats.compare(*times, ab_stats.CONFIDENCE, groups).conclusive(0.03)
+    assert not ab_stats.compare(*times, ab_stats.EARLY_CONFIDENCE, groups).settled(0.03)
+    assert ab.stops(times, groups, 15, settings)  # shown unchanged: a verdict of same
+    times, groups = _rounds([0.04 + x for x in spread])  # slower at 95 %, not at 99 %
+    assert ab_stats.compare(*times, ab_stats.CONFIDENCE, groups).verdict(0.03) == "slower"
+    assert not ab.stops(times, groups, 15, settings)  # a change must hold at 99 % early...
+    assert ab.stops(times, groups, 25, settings)  # ...or be conclusive at the regular cap
+
+
+def test_a_pass_still_unsure_after_the_regular_rounds_goes_on():
+    settings = ab.Settings()
+    times, groups = _rounds([0.02 + 0.12 * ((i * 7) % 11 - 5) / 5 for i in range(25)])
+    assert not ab_stats.compare(*times, ab_stats.CONFIDENCE, groups).conclusive(0.03)
+    assert not ab.stops(times, groups, 25, settings)
 
 
 def test_the_power_is_said_with_the_rounds_each_unresolved_pass_would_take():

@@ -21,7 +21,7 @@ from kmicro.core import cases as cases_mod
 from kmicro.core import records
 from kmicro.harness import placement, runner
 
-__all__ = ["Settings", "run", "pooled", "burst_samples"]
+__all__ = ["Settings", "run", "pooled", "burst_samples", "stops"]
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,8 @@ def _rounds(sides, pairs, settings, sink, progress, rng, done, until, clock, gro
                 active.remove(key)
                 sink(_unmeasured(sides, key[0], *pairs.pop(key).prepared))
         if done >= max(settings.min_rounds, rounds_before_stopping(settings)):
-            for key in [k for k in active if _stops(pairs[k], done, settings)]:
+            for key in [k for k in active
+                        if stops(pairs[k].times, pairs[k].groups, done, settings)]:
                 active.remove(key)
                 sink(_record(sides, key, pairs.pop(key), settings))
         if progress:
@@ -223,18 +224,20 @@ def _rounds(sides, pairs, settings, sink, progress, rng, done, until, clock, gro
     return done
 
 
-def _stops(pair, done, settings) -> bool:
-    """Whether a pass leaves the rounds after round `done`. A change (the interval beyond the
+def stops(times, groups, done, settings) -> bool:
+    """Whether a pass with these rounds (A's and B's times, the worker pair of each) leaves
+    the rounds after round `done`. A change (the interval beyond the
     minimum effect) stops it only on the 99 % interval: every look at the data is another
     chance to call noise a change. No change (the interval within it) stops it on the 95 %
     interval the verdict uses: those looks can only end a pass as `same`, never flag one,
     and the rounds go to the passes still unsure. After `regular_rounds`, a pass whose 95 %
     verdict is conclusive stops too."""
-    judged = _judge(pair)
+    judged = ab_stats.compare(times[0], times[1], ab_stats.CONFIDENCE, groups)
     if judged.conclusive(settings.min_effect) and (
             done >= settings.regular_rounds or judged.verdict(settings.min_effect) == "same"):
         return True
-    return _judge(pair, ab_stats.EARLY_CONFIDENCE).settled(settings.min_effect)
+    return ab_stats.compare(times[0], times[1], ab_stats.EARLY_CONFIDENCE, groups).settled(
+        settings.min_effect)
 
 
 def rounds_before_stopping(settings) -> int:
@@ -276,10 +279,6 @@ def burst_samples(pair, settings) -> int:
         return settings.samples
     sample_s = statistics.median(pair.times[0]) * pair.prepared[0].get("loops", 1)
     return max(settings.min_samples, min(settings.samples, math.ceil(settings.burst_s / sample_s)))
-
-
-def _judge(pair, confidence=ab_stats.CONFIDENCE) -> ab_stats.Comparison:
-    return ab_stats.compare(pair.times[0], pair.times[1], confidence, pair.groups)
 
 
 def _base(sides, case_id, pass_name, rec_a, rec_b) -> dict:

@@ -19,6 +19,7 @@ reported verdict uses 95 %.
 """
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass
@@ -76,19 +77,43 @@ def median_interval(values, confidence=CONFIDENCE) -> tuple:
     """(low, high, covered): the order statistics x(k), x(n+1-k) bracketing the median with
     at least `confidence` (coverage 1 - 2 P(Binomial(n, 1/2) < k)); the whole range, not
     covered, when there are too few values for that."""
+    x = sorted(values)
+    n, k = len(x), _order_rank(len(x), confidence)
+    return x[k - 1], x[n - k], 2 * 0.5 ** n <= 1 - confidence
+
+
+@functools.lru_cache(maxsize=None)
+def _order_rank(n, confidence) -> int:
+    """The k of median_interval: the largest k <= n // 2 whose lower neighbours' binomial
+    tail, 2 P(Binomial(n, 1/2) <= k - 1), stays within 1 - confidence (1 when none does).
+    Cached: the rounds ask for the same (n, confidence) after every round of every pass, and
+    one binomial tail per k cost 25 ms a look."""
     from scipy.stats import binom  # the CLI side only; workers never compare
 
-    x = sorted(values)
-    n, k = len(x), 1
-    while k + 1 <= n // 2 and 2 * binom.cdf(k, n, 0.5) <= 1 - confidence:
+    tails = 2 * binom.cdf(range(1, n // 2), n, 0.5)  # k - 1 = 1 .. n // 2 - 1
+    k = 1
+    for tail in tails:
+        if tail > 1 - confidence:
+            break
         k += 1
-    return x[k - 1], x[n - k], 2 * 0.5 ** n <= 1 - confidence
+    return k
 
 
 def two_level_interval(values, groups, confidence=CONFIDENCE, resamples=2000, seed=0):
     """(low, high): percentile interval of the median of `values` when whole groups (worker
     pairs, `groups[i]` naming the one of values[i]) are resampled, then values within each."""
     import numpy as np  # the CLI side only
+
+    medians = _resampled_medians(tuple(values), tuple(groups), resamples, seed)
+    tail = (1 - confidence) / 2 * 100
+    return tuple(float(q) for q in np.percentile(medians, [tail, 100 - tail]))
+
+
+@functools.lru_cache(maxsize=8)
+def _resampled_medians(values, groups, resamples, seed):
+    """The medians of two_level_interval's resamples. Cached: after a round, a pass's rounds
+    are judged at 95 % and then at 99 %, on the same resamples."""
+    import numpy as np
 
     rng = np.random.default_rng(seed)  # fixed: the same rounds always give the same interval
     by_group = [np.asarray([v for v, g in zip(values, groups) if g == name])
@@ -100,9 +125,7 @@ def two_level_interval(values, groups, confidence=CONFIDENCE, resamples=2000, se
         drawn[i, :, :len(g)] = g[rng.integers(0, len(g), (resamples, len(g)))]
     chosen = rng.integers(0, len(by_group), (resamples, len(by_group)))
     pooled = drawn[chosen, np.arange(resamples)[:, None], :].reshape(resamples, -1)
-    medians = np.nanmedian(pooled, axis=1)
-    tail = (1 - confidence) / 2 * 100
-    return tuple(float(q) for q in np.percentile(medians, [tail, 100 - tail]))
+    return np.nanmedian(pooled, axis=1)
 
 
 def compare(a_times, b_times, confidence=CONFIDENCE, groups=None) -> Comparison:
