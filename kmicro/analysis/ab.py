@@ -30,8 +30,8 @@ class Settings:
     min_rounds: int = 6  # before any pass may stop early
     # After regular_rounds, a pass whose 95 % verdict is conclusive stops (its record is the
     # one a cap there would give); the ones still unsure go on over further worker pairs, to
-    # max_rounds. A planted +4.5 % Conv2D forward was called slower in 3 of 10 runs capped at
-    # 25 rounds, in 10 of 10 with 50 (docs/validation.md, "Planted-effect detection").
+    # max_rounds. A planted +3.9 % Conv2D forward was called slower in 6 of 10 runs capped at
+    # 25 rounds, in 18 of 20 so (docs/validation.md, "Planted-effect detection").
     regular_rounds: int = 25
     max_rounds: int = 50
     samples: int = 9  # samples per burst (each >= 2 ms of calls); the burst's time is their min
@@ -226,12 +226,12 @@ def _rounds(sides, pairs, settings, sink, progress, rng, done, until, clock, gro
 
 def stops(times, groups, done, settings) -> bool:
     """Whether a pass with these rounds (A's and B's times, the worker pair of each) leaves
-    the rounds after round `done`. A change (the interval beyond the
-    minimum effect) stops it only on the 99 % interval: every look at the data is another
-    chance to call noise a change. No change (the interval within it) stops it on the 95 %
-    interval the verdict uses: those looks can only end a pass as `same`, never flag one,
-    and the rounds go to the passes still unsure. After `regular_rounds`, a pass whose 95 %
-    verdict is conclusive stops too."""
+    the rounds after round `done`. A change (the interval beyond the minimum effect) stops it
+    only on the 99 % interval: every look at the data is another chance to call noise a
+    change. No change (the interval within it) stops it on the 95 % interval the verdict
+    uses: those looks can only end a pass as `same`, never flag one, and the rounds go to the
+    passes still unsure. After `regular_rounds`, a pass whose 95 % verdict is conclusive
+    stops too."""
     judged = ab_stats.compare(times[0], times[1], ab_stats.CONFIDENCE, groups)
     if judged.conclusive(settings.min_effect) and (
             done >= settings.regular_rounds or judged.verdict(settings.min_effect) == "same"):
