@@ -36,15 +36,15 @@ def replay(record, stops, settings) -> tuple:
     """(verdict, rounds, cut) of one record's rounds under `stops`."""
     a, b, groups = record["times_a_s"], record["times_b_s"], record["round_pairs"]
     first = max(settings.min_rounds, ab.rounds_before_stopping(settings))
-    last = min(len(a), settings.max_rounds)
-    done = last
+    done = last = min(len(a), settings.max_rounds)
+    stopped = False
     for done in range(first, last + 1):
-        if stops((a[:done], b[:done]), groups[:done], done, settings):
+        stopped = stops((a[:done], b[:done]), groups[:done], done, settings)
+        if stopped:
             break
     judged = ab_stats.compare(a[:done], b[:done], ab_stats.CONFIDENCE, groups[:done])
-    cut = done == len(a) < settings.max_rounds and not stops(
-        (a, b), groups, done, settings)
-    return judged.verdict(record.get("min_effect", settings.min_effect)), done, cut
+    cut = not stopped and done == len(a) < settings.max_rounds
+    return judged.verdict(settings.min_effect), done, cut
 
 
 def main(argv=None) -> int:

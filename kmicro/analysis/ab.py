@@ -233,8 +233,9 @@ def stops(times, groups, done, settings) -> bool:
     passes still unsure. After `regular_rounds`, a pass whose 95 % verdict is conclusive
     stops too."""
     judged = ab_stats.compare(times[0], times[1], ab_stats.CONFIDENCE, groups)
-    if judged.conclusive(settings.min_effect) and (
-            done >= settings.regular_rounds or judged.verdict(settings.min_effect) == "same"):
+    if not judged.conclusive(settings.min_effect):
+        return False  # the 99 % interval holds the 95 % one: not settled either
+    if done >= settings.regular_rounds or judged.verdict(settings.min_effect) == "same":
         return True
     return ab_stats.compare(times[0], times[1], ab_stats.EARLY_CONFIDENCE, groups).settled(
         settings.min_effect)
