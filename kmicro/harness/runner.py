@@ -102,6 +102,10 @@ class Worker:
         and run `on_turn(phase)` whenever the worker hands over the machine within the job
         (protocol.turn). Raises WorkerTimeout past `timeout_s` (the whole job) or WorkerDied."""
         self.send(job)
+        self.answers(timeout_s, on_record, on_turn)
+
+    def answers(self, timeout_s: float, on_record, on_turn=None):
+        """The rest of `ask`, for a job already sent: two workers can then run one each."""
         deadline = time.monotonic() + timeout_s
         while True:
             msg = self.read(max(deadline - time.monotonic(), 0.001))
