@@ -186,7 +186,8 @@ def _prepare(sides, first, case_list, passes, options, sink, progress, pairs=Non
         payload = {"kind": "ab", "task": "prepare", "case": cases_mod.case_to_dict(case),
                    "passes": wanted, "seed": options.seed, "check": pairs is None}
         # Both sides prepare at once, each on the CPU set it started on: nothing is timed
-        # here, and one side after the other left a CPU idle for a fifth of a torch A/A.
+        # here, and one side after the other left a CPU idle for a sixth of a torch A/A
+        # (21 of 130 s).
         for i in first:
             sides[i].worker.send(payload)
         got = {}
