@@ -5,9 +5,11 @@
 Every A/B record keeps its rounds (times_a_s, times_b_s, round_pairs). Replayed round by round,
 they give the verdict a rule would have reached on the same data; on an A/A run (the same
 stack on both sides) every pass it calls slower or faster is a false alarm. Two rules:
-- defaults: kmicro.analysis.ab's (a change stops a pass on the 99 % interval, no change on
-  the 95 % one; after 25 rounds the conclusive stop, the unsure go on to 50);
-- 99 % only, 25 rounds: every early stop on the 99 % interval, the cap at 25.
+- defaults: kmicro.analysis.ab's (no change stops a pass on the 95 % interval once two worker
+  pairs have timed it; a change on the 99 % one once three have; after 25 rounds the
+  conclusive stop, the unsure go on to 50);
+- 99 % only, 25 rounds: every early stop on the 99 % interval once three pairs have timed the
+  pass, the cap at 25.
 A record's rounds end where its own run stopped; a pass the replayed rule has not stopped by
 then is judged on all of them ("cut").
 """
@@ -23,6 +25,8 @@ from kmicro.analysis import ab, ab_stats  # noqa: E402
 
 
 def _earlier(times, groups, done, settings) -> bool:
+    if len(set(groups)) < min(3, settings.processes):
+        return False
     return ab_stats.compare(times[0], times[1], ab_stats.EARLY_CONFIDENCE, groups).settled(
         settings.min_effect)
 
@@ -35,7 +39,7 @@ RULES = {"defaults": (ab.stops, ab.Settings()),
 def replay(record, stops, settings) -> tuple:
     """(verdict, rounds, cut) of one record's rounds under `stops`."""
     a, b, groups = record["times_a_s"], record["times_b_s"], record["round_pairs"]
-    first = max(settings.min_rounds, ab.rounds_before_stopping(settings))
+    first = settings.min_rounds
     done = last = min(len(a), settings.max_rounds)
     stopped = False
     for done in range(first, last + 1):

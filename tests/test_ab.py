@@ -110,6 +110,19 @@ def test_no_change_stops_on_the_95_interval_a_change_only_on_the_99():
     assert ab.stops(times, groups, 25, settings)  # ...or be conclusive at the regular cap
 
 
+def test_no_change_stops_after_two_worker_pairs_a_change_after_three():
+    settings = ab.Settings()
+    tight = [0.004 * ((i * 7) % 11 - 5) / 5 for i in range(15)]  # within +-0.4 %
+    times, groups = _rounds(tight[:6])  # five rounds on pair 0, one on pair 1
+    assert ab.stops(times, groups, 6, settings)
+    assert not ab.stops(times, [0] * 6, 6, settings)  # one pair alone never settles a pass
+    times, groups = _rounds([0.2 + x for x in tight[:10]])  # 1.22x on pairs 0 and 1
+    assert ab_stats.compare(*times, ab_stats.EARLY_CONFIDENCE, groups).settled(0.03)
+    assert not ab.stops(times, groups, 10, settings)  # a change waits for a third pair
+    times, groups = _rounds([0.2 + x for x in tight[:11]])
+    assert ab.stops(times, groups, 11, settings)
+
+
 def test_a_pass_still_unsure_after_the_regular_rounds_goes_on():
     settings = ab.Settings()
     times, groups = _rounds([0.02 + 0.12 * ((i * 7) % 11 - 5) / 5 for i in range(25)])

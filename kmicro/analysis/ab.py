@@ -223,7 +223,7 @@ def _rounds(sides, pairs, settings, sink, progress, rng, done, until, clock, gro
             if not _time_pair(sides, key, pairs[key], settings, rng, group):
                 active.remove(key)
                 sink(_unmeasured(sides, key[0], *pairs.pop(key).prepared))
-        if done >= max(settings.min_rounds, rounds_before_stopping(settings)):
+        if done >= settings.min_rounds:
             for key in [k for k in active
                         if stops(pairs[k].times, pairs[k].groups, done, settings)]:
                 active.remove(key)
@@ -237,26 +237,27 @@ def _rounds(sides, pairs, settings, sink, progress, rng, done, until, clock, gro
 
 def stops(times, groups, done, settings) -> bool:
     """Whether a pass with these rounds (A's and B's times, the worker pair of each) leaves
-    the rounds after round `done`. A change (the interval beyond the minimum effect) stops it
-    only on the 99 % interval: every look at the data is another chance to call noise a
-    change. No change (the interval within it) stops it on the 95 % interval the verdict
-    uses: those looks can only end a pass as `same`, never flag one, and the rounds go to the
-    passes still unsure. After `regular_rounds`, a pass whose 95 % verdict is conclusive
-    stops too."""
+    the rounds after round `done`. No change (the 95 % interval the verdict uses within the
+    minimum effect) stops it once a second worker pair has timed it: the two-level interval
+    then spans both pairs' own speeds, and such looks can only end a pass as `same`, never
+    flag one. A change stops it only once a third pair has (two pairs' biases would
+    otherwise settle it), and only on the 99 % interval: every look at the data is another
+    chance to call noise a change. After `regular_rounds`, a pass whose 95 % verdict is
+    conclusive stops too."""
+    timed_by = len(set(groups))
+    if timed_by < min(2, settings.processes):
+        return False
     judged = ab_stats.compare(times[0], times[1], ab_stats.CONFIDENCE, groups)
     if not judged.conclusive(settings.min_effect):
         return False  # the 99 % interval holds the 95 % one: not settled either
-    if done >= settings.regular_rounds or judged.verdict(settings.min_effect) == "same":
+    if judged.verdict(settings.min_effect) == "same":
+        return True
+    if timed_by < min(3, settings.processes):
+        return False
+    if done >= settings.regular_rounds:
         return True
     return ab_stats.compare(times[0], times[1], ab_stats.EARLY_CONFIDENCE, groups).settled(
         settings.min_effect)
-
-
-def rounds_before_stopping(settings) -> int:
-    """No pass stops before a third worker pair has timed it (or every pair, when there are
-    fewer): two pairs' biases would otherwise settle a verdict."""
-    per_process = -(-settings.max_rounds // settings.processes)
-    return per_process * min(2, settings.processes - 1) + 1
 
 
 def _time_pair(sides, key, pair, settings, rng, group) -> bool:
