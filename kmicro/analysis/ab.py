@@ -34,7 +34,7 @@ class Settings:
     # 25 rounds, in 18 of 20 so (docs/validation.md, "Planted-effect detection").
     regular_rounds: int = 25
     max_rounds: int = 50
-    samples: int = 9  # samples per burst (each >= 1 ms of calls); the burst's time is their min
+    samples: int = 9  # samples per burst (each >= 2 ms of calls); the burst's time is their min
     # A pass whose samples are long gets fewer of them, down to min_samples, once a round has
     # shown their length: bursts of about burst_s. A 20 ms Conv2D backward sample needs no
     # nine to find a quiet one; those bursts were most of a torch A/B's rounds.
