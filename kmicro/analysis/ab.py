@@ -77,8 +77,12 @@ class _Side:
             raise runner.WorkerDied(self.worker.fatal)
 
     def call(self, payload) -> list:
-        self.worker.send(payload)
+        self.send(payload)
         return self.answers()
+
+    def send(self, payload):
+        """A job, without waiting: `answers()` reads its records."""
+        self.worker.send(payload)
 
     def answers(self) -> list:
         """The records of the job last sent."""
@@ -190,7 +194,7 @@ def _prepare(sides, first, case_list, passes, options, sink, progress, pairs=Non
         # here, and one side after the other left a CPU idle for a sixth of a torch A/A
         # (21 of 130 s).
         for i in first:
-            sides[i].worker.send(payload)
+            sides[i].send(payload)
         got = {}
         for i in first:
             try:
