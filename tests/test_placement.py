@@ -52,7 +52,8 @@ def policies(pid) -> set:
     return {os.sched_getscheduler(int(task.name)) for task in Path(f"/proc/{pid}/task").iterdir()}
 
 
-@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="Linux scheduling policies")
+@pytest.mark.skipif(not placement.can_background(),
+                    reason="a process leaves SCHED_IDLE only when privileged or RLIMIT_NICE allows")
 def test_a_worker_started_in_the_background_gets_only_idle_cpu_time_until_greeted():
     child = subprocess.Popen([sys.executable, "-c", THREADS], stdout=subprocess.PIPE, text=True)
     try:

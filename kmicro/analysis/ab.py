@@ -135,16 +135,17 @@ def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress,
     pairs, done = None, 0
     per_process = -(-settings.max_rounds // settings.processes)
     stacks = [stack_a, stack_b]
-    sides, upcoming = [], _launch(stacks, options, env, _start_cpus(settings, 0))
+    sides, upcoming = [], None
     try:
         for n in range(settings.processes):
             # Every other pair is greeted and sent its jobs B first: in A/A runs that compiled
             # A always first, B came out faster in 53 and 55 of 81 passes (jax, tensorflow;
             # median 0.4 %).
             first = (0, 1) if n % 2 == 0 else (1, 0)
-            sides, upcoming = _greet(upcoming, first), []
+            started = upcoming or _launch(stacks, options, env, _start_cpus(settings, n))
+            sides, upcoming = _greet(started, first), None
             pairs = _prepare(sides, first, case_list, passes, options, sink, progress, pairs)
-            if n + 1 < settings.processes:
+            if n + 1 < settings.processes and placement.can_background():
                 # The next pair imports its framework while this one is timed, on the CPU
                 # time the rounds leave idle: a torch import was 3 s of every pair's 15.
                 upcoming = _launch(stacks, options, env, _start_cpus(settings, n + 1), True)
@@ -162,7 +163,7 @@ def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress,
                 if pairs is None or (case.id, pass_name) in pairs:
                     sink(_failed(stack_a, stack_b, case.id, pass_name, "error", str(exc)))
     finally:
-        for side in list(sides) + list(upcoming):
+        for side in sides + (upcoming or []):
             side.close()
 
 

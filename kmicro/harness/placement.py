@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["available", "choices", "halves", "apart", "pin", "turn", "in_background",
-           "in_foreground"]
+__all__ = ["available", "choices", "halves", "apart", "pin", "turn", "can_background",
+           "in_background", "in_foreground"]
 
 
 def available() -> list:
@@ -61,6 +61,18 @@ def turn(measuring, waiting, timed_on, everywhere) -> None:
     CPUs of `everywhere`."""
     pin(waiting, set(everywhere) - set(timed_on))
     pin(measuring, set(timed_on))
+
+
+def can_background() -> bool:
+    """Whether a worker put in_background can be brought back: the kernel lets a process
+    leave SCHED_IDLE only when it is privileged or its RLIMIT_NICE allows nice 0 (for an
+    ordinary user it does not, and the worker would be timed at idle priority)."""
+    if not hasattr(os, "SCHED_IDLE"):
+        return False
+    import resource  # Unix only, like SCHED_IDLE
+
+    soft = resource.getrlimit(resource.RLIMIT_NICE)[0]
+    return os.geteuid() == 0 or soft == resource.RLIM_INFINITY or soft >= 20
 
 
 def in_background(pid) -> None:
