@@ -1,6 +1,5 @@
 """kmicro.harness.placement on real processes: every thread of a process goes where it is put,
 and `kmicro ab --same-cpu` runs its rounds that way and says so in its records."""
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -45,27 +44,6 @@ def test_pin_moves_every_thread_of_a_process():
         child.kill()
         child.wait()
     placement.pin(child.pid, {first})  # gone: nothing to do, no error
-
-
-def policies(pid) -> set:
-    """The scheduling policy of every thread of process `pid`."""
-    return {os.sched_getscheduler(int(task.name)) for task in Path(f"/proc/{pid}/task").iterdir()}
-
-
-@pytest.mark.skipif(not placement.can_background(),
-                    reason="a process leaves SCHED_IDLE only when privileged or RLIMIT_NICE allows")
-def test_a_worker_started_in_the_background_gets_only_idle_cpu_time_until_greeted():
-    child = subprocess.Popen([sys.executable, "-c", THREADS], stdout=subprocess.PIPE, text=True)
-    try:
-        placement.in_background(child.pid)  # threads it starts from now on inherit it
-        assert child.stdout.readline().strip() == "ready"
-        assert policies(child.pid) == {os.SCHED_IDLE} and len(allowed(child.pid)) == 4
-        placement.in_foreground(child.pid)
-        assert policies(child.pid) == {os.SCHED_OTHER}
-    finally:
-        child.kill()
-        child.wait()
-    placement.in_foreground(child.pid)  # gone: nothing to do, no error
 
 
 def test_a_round_is_timed_on_one_half_of_the_cpus():

@@ -63,20 +63,15 @@ class _Pair:
 class _Side:
     """One stack's live worker; restarted (and its cases prepared again) when it fails."""
 
-    def __init__(self, stack, options, env=None, cpus=None, background=False):
-        """Starts the worker (on `cpus` from its start; `background`: on CPU time no other
-        process wants, until `ready()`); `ready()` waits for it, so both sides can start at
-        once."""
+    def __init__(self, stack, options, env=None, cpus=None):
+        """Starts the worker (on `cpus` from its start); `ready()` waits for it, so both
+        sides can start at once."""
         self.stack, self.options, self.env, self.cpus = stack, options, env, cpus
         self.prepared = {}  # case id -> prepare payload, to replay after a restart
         self.worker = runner.Worker(stack, options, env, wait=False, cpus=cpus)
-        if background:
-            placement.in_background(self.worker.proc.pid)
 
     def ready(self):
-        placement.in_foreground(self.worker.proc.pid)
         self.worker.ready()
-        placement.in_foreground(self.worker.proc.pid)  # threads its last import started
         if self.worker.fatal:
             self.worker.close()
             raise runner.WorkerDied(self.worker.fatal)
@@ -134,21 +129,15 @@ def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress,
     rng, clock = random.Random(settings.seed), time.monotonic()
     pairs, done = None, 0
     per_process = -(-settings.max_rounds // settings.processes)
-    stacks = [stack_a, stack_b]
-    sides, upcoming = [], None
+    sides = []
     try:
         for n in range(settings.processes):
             # Every other pair is greeted and sent its jobs B first: in A/A runs that compiled
             # A always first, B came out faster in 53 and 55 of 81 passes (jax, tensorflow;
             # median 0.4 %).
             first = (0, 1) if n % 2 == 0 else (1, 0)
-            started = upcoming or _launch(stacks, options, env, _start_cpus(settings, n))
-            sides, upcoming = _greet(started, first), None
+            sides = _start([stack_a, stack_b], options, first, env, _start_cpus(settings, n))
             pairs = _prepare(sides, first, case_list, passes, options, sink, progress, pairs)
-            if n + 1 < settings.processes and placement.can_background():
-                # The next pair imports its framework while this one is timed, on the CPU
-                # time the rounds leave idle: a torch import was 3 s of every pair's 15.
-                upcoming = _launch(stacks, options, env, _start_cpus(settings, n + 1), True)
             done = _rounds(sides, pairs, settings, sink, progress, rng, done,
                            done + per_process, clock, n)
             for side in sides:
@@ -163,7 +152,7 @@ def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress,
                 if pairs is None or (case.id, pass_name) in pairs:
                     sink(_failed(stack_a, stack_b, case.id, pass_name, "error", str(exc)))
     finally:
-        for side in sides + (upcoming or []):
+        for side in sides:
             side.close()
 
 
@@ -175,22 +164,18 @@ def _start_cpus(settings, pair_no) -> list:
     return placement.apart(placement.halves(settings.same_cpu), 2, first=pair_no)
 
 
-def _launch(stacks, options, env=None, cpus=(None, None), background=False) -> list:
+def _start(stacks, options, first, env=None, cpus=(None, None)) -> list:
     """[side A, side B], both workers starting at once (their imports are not timed), on
-    `cpus` (A's, B's); `_greet` waits for them."""
-    return [_Side(stack, options, env, cpu, background) for stack, cpu in zip(stacks, cpus)]
-
-
-def _greet(started, first) -> list:
-    """`started` once both workers are ready, greeted in the order `first` gives."""
+    `cpus` (A's, B's), greeted in the order `first` gives."""
+    started = {i: _Side(stacks[i], options, env, cpus[i]) for i in first}
     try:
         for i in first:
             started[i].ready()
     except (runner.WorkerDied, runner.WorkerTimeout):
-        for side in started:
+        for side in started.values():
             side.close()
         raise
-    return started
+    return [started[0], started[1]]
 
 
 def _prepare(sides, first, case_list, passes, options, sink, progress, pairs=None) -> dict:

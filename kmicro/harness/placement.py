@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["available", "choices", "halves", "apart", "pin", "turn", "can_background",
-           "in_background", "in_foreground"]
+__all__ = ["available", "choices", "halves", "apart", "pin", "turn"]
 
 
 def available() -> list:
@@ -52,8 +51,17 @@ def apart(sets, n, first=0) -> list:
 
 
 def pin(pid, cpus) -> None:
-    """Every thread of process `pid` (threads it starts later inherit the mask) on `cpus`."""
-    _each_thread(pid, lambda tid: os.sched_setaffinity(tid, cpus))
+    """Every thread of process `pid` (threads it starts later inherit the mask) on `cpus`.
+    Threads that end meanwhile are skipped; a process that is gone is left to its owner."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return
+    for tid in threads:
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except OSError:
+            pass
 
 
 def turn(measuring, waiting, timed_on, everywhere) -> None:
@@ -61,46 +69,3 @@ def turn(measuring, waiting, timed_on, everywhere) -> None:
     CPUs of `everywhere`."""
     pin(waiting, set(everywhere) - set(timed_on))
     pin(measuring, set(timed_on))
-
-
-def can_background() -> bool:
-    """Whether a worker put in_background can be brought back: the kernel lets a process
-    leave SCHED_IDLE only when it is privileged or its RLIMIT_NICE allows nice 0 (for an
-    ordinary user it does not, and the worker would be timed at idle priority)."""
-    if not hasattr(os, "SCHED_IDLE"):
-        return False
-    import resource  # Unix only, like SCHED_IDLE
-
-    soft = resource.getrlimit(resource.RLIMIT_NICE)[0]
-    return os.geteuid() == 0 or soft == resource.RLIM_INFINITY or soft >= 20
-
-
-def in_background(pid) -> None:
-    """Every thread of process `pid` (and those it starts) runs only on CPU time no other
-    process wants (SCHED_IDLE): a worker that imports its framework while another pair is
-    timed takes the CPU the waiting side leaves idle, never the timed one's."""
-    _policy(pid, getattr(os, "SCHED_IDLE", None))
-
-
-def in_foreground(pid) -> None:
-    """Every thread of process `pid` back under the normal policy (undoes in_background)."""
-    _policy(pid, getattr(os, "SCHED_OTHER", None))
-
-
-def _policy(pid, policy) -> None:
-    if policy is not None and hasattr(os, "sched_setscheduler"):
-        _each_thread(pid, lambda tid: os.sched_setscheduler(tid, policy, os.sched_param(0)))
-
-
-def _each_thread(pid, change) -> None:
-    """`change(tid)` for every thread of process `pid`; threads that end meanwhile (or refuse)
-    are skipped, and a process that is gone is left to its owner."""
-    try:
-        threads = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return
-    for tid in threads:
-        try:
-            change(int(tid))
-        except OSError:
-            pass
