@@ -4,11 +4,11 @@ when the bad end is faster, the first that made it faster).
 Every tested commit becomes a stack (`kmicro env`, built once per commit and kept), compared
 with the good end by `kmicro ab`'s interleaved rounds. The two ends are compared first: when
 they do not differ beyond the minimum effect, there is nothing to bisect and no commit is named.
-Otherwise the history is bisected on "slower than good" calls.
+Otherwise the history is bisected on "closer to bad than to good" calls.
 
 A call is made on evidence, not on "the interval did not exclude 1": a commit in between is
-`slower` when kmicro ab says so and `not slower` only once its interval lies below the midpoint
-between good and the bad end's ratio; until one of the two holds, it gets more rounds on fresh
+`slower` once its interval lies above the midpoint between good and the bad end's ratio and
+`not slower` once it lies below; until one of the two holds, it gets more rounds on fresh
 worker pairs. Reading "could not tell" as "not slower" sent the bisection past the change
 (Keras history, jax BN: commit 15 of 25, two after the plant, read 1.096 (0.933-1.204) and the
 search named commit 16).
