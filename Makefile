@@ -92,7 +92,7 @@ space := $(subst ,, )
 ASV_PATH := $(subst $(space),:,$(foreach v,3.11 3.9,$(patsubst %/,%,$(dir $(call python_for,$(v)))))):$(PATH)
 # asv's benchmark processes get the allocator policy kmicro's workers run with (MALLOC_TUNABLES
 # in kmicro/core/stacks.py; tests/test_stacks.py keeps the two equal).
-MALLOC_TUNABLES := glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824
+MALLOC_TUNABLES := glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824:glibc.malloc.arena_max=1
 ASV_ENV := PATH="$(ASV_PATH)" GLIBC_TUNABLES="$(MALLOC_TUNABLES)"
 # The fast subset (CI, bisection): BN in both layouts and Dense(10), forward and fwd+bwd
 # (asv quotes string parameters: '.' stands for the quote).

@@ -1,4 +1,9 @@
 """kmicro's stack declaration and the Makefile must agree (asv.conf.json: tests/test_asv.py)."""
+import os
+import subprocess
+import sys
+
+import pytest
 from conftest import ROOT
 
 from kmicro.core import stacks
@@ -22,8 +27,42 @@ def test_workers_run_with_fixed_malloc_thresholds_unless_told_otherwise(monkeypa
     stack = stacks.resolve(["numpy"])[0]
     monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
     assert stacks.worker_env(stack, "cpu")["GLIBC_TUNABLES"] == stacks.MALLOC_TUNABLES
-    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=1")  # the user's own wins
-    assert stacks.worker_env(stack, "cpu")["GLIBC_TUNABLES"] == "glibc.malloc.arena_max=1"
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0")  # the user's own wins
+    assert stacks.worker_env(stack, "cpu")["GLIBC_TUNABLES"] == "glibc.malloc.tcache_count=0"
+
+
+# A thread other than the main one fills its arena's heap, then allocates and frees a 4 MiB
+# buffer over and over, as a framework's compute thread does each step: the minor page faults
+# per buffer. With the thresholds alone the buffer lands in a fresh heap that each free unmaps.
+_THREAD_BUFFERS = """
+import resource, threading
+def step(out):
+    held = [b"h" * (1 << 20) for _ in range(60)]
+    before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+    for _ in range(20):
+        buf = b"x" * (4 << 20)
+        del buf
+    out.append((resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before) / 20)
+out = []
+thread = threading.Thread(target=step, args=(out,))
+thread.start(); thread.join()
+print(out[0])
+"""
+
+
+def _faults_per_buffer(tunables) -> float:
+    env = dict(os.environ, GLIBC_TUNABLES=tunables)
+    run = subprocess.run([sys.executable, "-c", _THREAD_BUFFERS], env=env, capture_output=True,
+                         text=True, check=True)
+    return float(run.stdout)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
+def test_a_threads_step_buffers_are_reused_not_faulted_in_again():
+    pages = (4 << 20) // os.sysconf("SC_PAGE_SIZE")
+    thresholds_only = stacks.MALLOC_TUNABLES.replace(":glibc.malloc.arena_max=1", "")
+    assert _faults_per_buffer(thresholds_only) > pages / 2  # the failure this setting prevents
+    assert _faults_per_buffer(stacks.MALLOC_TUNABLES) < pages / 10
 
 
 def test_theano_compiles_into_a_per_user_cache_every_checkout_shares(monkeypatch, tmp_path):

@@ -23,9 +23,13 @@ ROOT = Path(__file__).resolve().parents[2]  # the checkout, when kmicro runs fro
 # thresholds to what the process freed before: a fresh process then page-faults through every
 # step's new buffers (torch Conv2D fwd+bwd 3.5x slower), a process with another history does
 # not. Fixed thresholds keep freed memory for reuse, as a warmed-up training process (or
-# jemalloc/tcmalloc) does, whatever ran before. docs/validation.md, "Fidelity against an
-# independent loop".
-MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824"
+# jemalloc/tcmalloc) does, whatever ran before. One arena: a thread other than the main one
+# (XLA's compute thread) allocates from an arena of 64 MiB heaps, and a heap emptied by a free
+# is unmapped whatever the trim threshold; where a step's buffer just overflows a heap, every
+# call maps and faults a fresh one (1 JAX worker in 36 read ReLU 7-14x slower for its life).
+# docs/validation.md, "Fidelity against an independent loop".
+MALLOC_TUNABLES = ("glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824"
+                   ":glibc.malloc.arena_max=1")
 DEVICES = ("auto", "cpu", "gpu")  # --device: where a stack's work must run
 JIT = ("auto", "on", "off")  # --jit: auto = what a Keras train step does per backend
 
