@@ -187,8 +187,9 @@ def run_aa(stack, case_list, options, seconds, progress=None) -> list:
 
 def expected_mde(record, rounds=ab.Settings.max_rounds):
     """The MDE a pass's A/A record would reach at `rounds` rounds (an interval of the median
-    narrows as 1/sqrt(rounds)); None for a pass not measured."""
-    if record.get("status") != "ok" or not record.get("rounds"):
+    narrows as 1/sqrt(rounds)); None for a pass not measured, or measured once (its interval
+    is a point)."""
+    if record.get("status") != "ok" or (record.get("rounds") or 0) < 2:
         return None
     scale = math.sqrt(record["rounds"] / max(rounds, record["rounds"]))
     return math.expm1(math.log1p(record["mde"]) * scale)
