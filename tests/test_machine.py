@@ -62,3 +62,13 @@ def test_ab_and_bisect_hint_at_kmicro_machine_only_when_the_mde_is_above_the_min
     assert "`kmicro machine`" in line
     assert ab_tables.noise_hint([record(0.02), record(0.025), record(0.06)]) is None
     assert ab_tables.noise_hint([{"status": "error", "mde": None}]) is None
+
+
+def test_a_pass_timed_once_gives_no_mde():
+    from kmicro.analysis import machine
+
+    once = {"status": "ok", "rounds": 1, "mde": 0.0}  # one round: the interval is a point
+    twice = {"status": "ok", "rounds": 25, "mde": 0.05}
+    assert machine.expected_mde(once) is None
+    assert 0 < machine.expected_mde(twice) < 0.05  # projected to ab's 50 rounds
+    assert machine.smallest_effect([once, twice]) == machine.expected_mde(twice)
