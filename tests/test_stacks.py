@@ -38,6 +38,8 @@ _THREAD_BUFFERS = """
 import resource, threading
 def step(out):
     held = [b"h" * (1 << 20) for _ in range(60)]
+    first = b"x" * (4 << 20)  # the first buffer faults its pages in whatever the policy
+    del first
     before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
     for _ in range(20):
         buf = b"x" * (4 << 20)
