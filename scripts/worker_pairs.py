@@ -11,8 +11,8 @@ there. The workers get the environment kmicro gives them, so GLIBC_TUNABLES set 
 user's own) replaces kmicro's allocator policy: run it with and without, to compare.
 """
 import argparse
-import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,35 +33,38 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=60)
     args = parser.parse_args()
     stack = stacks.resolve([args.stack])[0]
-    settings, options = ab.Settings(), runner.Options()
     sets = placement.halves(True)
     if not sets:
         sys.exit("worker_pairs.py needs two CPUs it may pin to")
-    env = ab._compile_cache_env(str(Path(os.environ.get("TMPDIR", "/tmp")) / "worker-pairs-cache"))
     print(f"GLIBC_TUNABLES={stacks.worker_env(stack, 'cpu')['GLIBC_TUNABLES']}")
-    slow = 0
-    for n in range(args.pairs):
-        first = (0, 1) if n % 2 == 0 else (1, 0)
-        started = time.monotonic()
-        sides = ab._start([stack, stack], options, first, env, ab._start_cpus(settings, n))
-        try:
-            ab._prepare(sides, first, cases.select(), list(PASSES), options, lambda r: None, None)
-            best = {key: [_fastest(sides, i, key, sets[rep % 2]) for rep in range(3)
-                          for i in (0, 1)] for key in WATCHED}
-            times = {key: (min(v[0::2]), min(v[1::2])) for key, v in best.items()}
-            print(f"pair {n} ({time.monotonic() - started:.0f} s): " + " | ".join(
-                f"{key[0].split('@')[0]} A {a * 1e6:.0f} B {b * 1e6:.0f} us"
-                for key, (a, b) in times.items()), flush=True)
-            for i in (0, 1):
-                if any(t[i] > 2 * t[1 - i] for t in times.values()):
-                    slow += 1
-                    print(f"  {'AB'[i]} slower; minor faults over 20 ReLU bursts: "
-                          f"{_faults(sides, i, sets[0])} (its twin: {_faults(sides, 1 - i, sets[0])})")
-        finally:
-            for side in sides:
-                side.close()
+    with tempfile.TemporaryDirectory(prefix="kmicro-pairs-") as cache:  # as `kmicro ab` keeps it
+        slow = sum(_pair(stack, n, ab._compile_cache_env(cache), sets) for n in range(args.pairs))
     print(f"{slow} of {args.pairs} pairs had a worker over 2x slower than its twin")
     return 0
+
+
+def _pair(stack, n, env, sets) -> bool:
+    """Start, prepare and time pair number `n`; whether one of its workers was over 2x slower."""
+    settings, options = ab.Settings(), runner.Options()
+    first = (0, 1) if n % 2 == 0 else (1, 0)
+    started = time.monotonic()
+    sides = ab._start([stack, stack], options, first, env, ab._start_cpus(settings, n))
+    try:
+        ab._prepare(sides, first, cases.select(), list(PASSES), options, lambda r: None, None)
+        best = {key: [_fastest(sides, i, key, sets[rep % 2]) for rep in range(3)
+                      for i in (0, 1)] for key in WATCHED}
+        times = {key: (min(v[0::2]), min(v[1::2])) for key, v in best.items()}
+        print(f"pair {n} ({time.monotonic() - started:.0f} s): " + " | ".join(
+            f"{key[0].split('@')[0]} A {a * 1e6:.0f} B {b * 1e6:.0f} us"
+            for key, (a, b) in times.items()), flush=True)
+        slower = [i for i in (0, 1) if any(t[i] > 2 * t[1 - i] for t in times.values())]
+        for i in slower:
+            print(f"  {'AB'[i]} slower; minor faults over 20 ReLU bursts: "
+                  f"{_faults(sides, i, sets[0])} (its twin: {_faults(sides, 1 - i, sets[0])})")
+    finally:
+        for side in sides:
+            side.close()
+    return bool(slower)
 
 
 def _fastest(sides, i, key, cpus) -> float:
