@@ -147,6 +147,15 @@ def test_the_power_is_said_with_the_rounds_each_unresolved_pass_would_take():
     assert "about 260 rounds would resolve 3% (--rounds)" in widest
     assert ab_tables.power_lines(rows[:1])[0].endswith("every verdict can be read at that size")
     assert ab_tables.power_lines(rows[2:]) == []
+    rows[1].update(ended_by="budget", budget_s=162.0)  # the budget, not --rounds, stopped it
+    head, cut, widest = ab_tables.power_lines(rows)
+    assert cut == "  the budget (162 s) ended the rounds of 1 passes after 25: --budget gives them more"
+    assert "about 260 rounds would resolve 3% (--rounds, --budget)" in widest
+
+
+def test_the_default_budget_is_two_seconds_a_pass_with_a_floor():
+    assert ab.default_budget(81) == 162.0  # the default catalog's passes
+    assert ab.default_budget(1) == ab.MIN_BUDGET_S == 150.0  # time for ten pairs to start
 
 
 def test_noise_only_is_not_settled_early():
@@ -212,7 +221,21 @@ def test_a_case_one_side_cannot_run_is_a_record_saying_why(tmp_path):
     by_pass = {r["pass"]: r for r in load(out)}
     assert by_pass["backward"]["status"] == by_pass["backward"]["verdict"] == "unsupported"
     assert by_pass["backward"]["error"].startswith("numpy: ")
-    assert by_pass["forward"]["status"] == "ok"
+    assert by_pass["forward"]["status"] == "ok" and by_pass["forward"]["ended_by"] == "rounds"
+    assert by_pass["forward"]["budget_s"] == ab.default_budget(1)
+
+
+def test_the_budget_ends_the_rounds_and_the_run_says_so(tmp_path):
+    out = tmp_path / "ab.json"
+    # One worker pair never settles a pass, so only the budget can end these 200 rounds
+    # (a round of two 20 ms bursts: at most 25 fit in a second).
+    p = kmicro("ab", "numpy", "numpy", "--ops", "dense", "--passes", "forward", "--shapes",
+               "4,8", "--rounds", "200", "--processes", "1", "--budget", "1", "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    measured = [r for r in load(out) if r["status"] == "ok"]
+    assert measured and all(r["ended_by"] == "budget" and 1 <= r["rounds"] < 200
+                            and r["budget_s"] == 1.0 for r in measured)
+    assert f"the budget (1 s) ended the rounds of {len(measured)} passes" in p.stdout
 
 
 @pytest.mark.parametrize("args, text", [
@@ -221,6 +244,7 @@ def test_a_case_one_side_cannot_run_is_a_record_saying_why(tmp_path):
     (["ab", "jax", "jax", "--ops", "conv4d"], "valid ops"),
     (["ab", "jax", "jax", "--processes", "0"], "--processes"),
     (["ab", "jax", "jax", "--rounds", "0"], "--rounds"),
+    (["ab", "jax", "jax", "--budget", "0"], "--budget"),
 ])
 def test_bad_input_is_one_line_exit_2(args, text):
     p = kmicro(*args)

@@ -5,7 +5,7 @@ kmicro/harness/jobs/ab.py). Then, round after round, every pass still undecided 
 a short burst on A and on B, in a random order per pass and round, and the paired per-round
 ratios are judged (kmicro/analysis/ab_stats.py). A pass leaves the rounds once its verdict is
 settled; after `regular_rounds` only the passes still unsure go on; the rounds stop at
-`max_rounds` or when `budget_s` is spent.
+`max_rounds` or when the budget is spent (by default 2 s a pass: `default_budget`).
 """
 from __future__ import annotations
 
@@ -15,13 +15,23 @@ import statistics
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import Optional
 
 from kmicro.analysis import ab_stats
 from kmicro.core import cases as cases_mod
 from kmicro.core import records
 from kmicro.harness import placement, runner
 
-__all__ = ["Settings", "run", "pooled", "burst_samples", "stops"]
+__all__ = ["Settings", "run", "pooled", "burst_samples", "stops", "default_budget",
+           "BUDGET_PER_PASS_S", "MIN_BUDGET_S"]
+
+# The default budget: `kmicro ops` samples a pass for at most 0.6 s a stack, and an A/B
+# given 2 s of rounds a pass (later worker pairs' starts included) ran within 1.9x of its
+# `kmicro ops` in every recorded noisy-hour A/A replayed, where 50 uncut rounds ran 2.0-3.4x
+# (docs/validation.md, "A/A"). The floor leaves a few passes (a bisection's one) time for
+# all ten worker pairs to start, which alone took up to 67 s on a loaded 2-core VM.
+BUDGET_PER_PASS_S = 2.0
+MIN_BUDGET_S = 150.0
 
 
 @dataclass(frozen=True)
@@ -41,7 +51,9 @@ class Settings:
     burst_s: float = 0.02
     min_samples: int = 3
     processes: int = 10  # pairs of workers the rounds are split over, one pair after another
-    budget_s: float = 600.0  # for the rounds, all passes together
+    # Seconds from the first round on (later worker pairs' starts included), all passes
+    # together; None: default_budget of the passes compared.
+    budget_s: Optional[float] = None
     seed: int = 0  # the order of passes and sides in every round
     # Both sides' bursts of a round on one CPU set (drawn per round; on two vCPUs one CPU,
     # on a larger machine half of them), the waiting side on the others: the vCPUs' own
@@ -125,8 +137,13 @@ def _compile_cache_env(directory) -> dict:
             "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
 
 
+def default_budget(passes: int) -> float:
+    """Seconds of rounds for `passes` passes compared when the user gives no budget."""
+    return max(MIN_BUDGET_S, BUDGET_PER_PASS_S * passes)
+
+
 def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress, env):
-    rng, clock = random.Random(settings.seed), None
+    rng, clock, budget = random.Random(settings.seed), None, settings.budget_s
     pairs, done = None, 0
     per_process = -(-settings.max_rounds // settings.processes)
     sides = []
@@ -142,14 +159,18 @@ def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress,
                 # The budget is the rounds': a first start slowed by a loaded machine must not
                 # leave a short budget one round (a point interval, read as an MDE of 0).
                 clock = time.monotonic()
+                if budget is None:
+                    budget = default_budget(len(pairs))
             done = _rounds(sides, pairs, settings, sink, progress, rng, done,
-                           done + per_process, clock, n)
+                           done + per_process, (clock, budget), n)
             for side in sides:
                 side.close()
-            if not pairs or time.monotonic() - clock > settings.budget_s:
+            if not pairs or time.monotonic() - clock > budget:
                 break
         for key in list(pairs):
-            sink(_record(sides, key, pairs.pop(key), settings))
+            pair = pairs.pop(key)
+            ended = "budget" if len(pair.groups) < settings.max_rounds else "rounds"
+            sink(_record(sides, key, pair, settings, budget, ended))
     except (runner.WorkerDied, runner.WorkerTimeout) as exc:
         for case in case_list:  # a side that cannot even start: nothing was compared
             for pass_name in passes:
@@ -220,10 +241,11 @@ def _prepare(sides, first, case_list, passes, options, sink, progress, pairs=Non
     return fresh
 
 
-def _rounds(sides, pairs, settings, sink, progress, rng, done, until, clock, group) -> int:
-    """Rounds `done`+1 .. `until` over the undecided passes, on worker pair number `group`;
-    returns the last round run."""
-    active = list(pairs)
+def _rounds(sides, pairs, settings, sink, progress, rng, done, until, timer, group) -> int:
+    """Rounds `done`+1 .. `until` over the undecided passes, on worker pair number `group`,
+    while the budget lasts (`timer`: the first round's monotonic time, the budget's
+    seconds); returns the last round run."""
+    (clock, budget), active = timer, list(pairs)
     while done < min(until, settings.max_rounds) and active:
         done += 1
         rng.shuffle(active)
@@ -235,10 +257,11 @@ def _rounds(sides, pairs, settings, sink, progress, rng, done, until, clock, gro
             for key in [k for k in active
                         if stops(pairs[k].times, pairs[k].groups, done, settings)]:
                 active.remove(key)
-                sink(_record(sides, key, pairs.pop(key), settings))
+                sink(_record(sides, key, pairs.pop(key), settings, budget, "settled"))
+        spent = time.monotonic() - clock
         if progress:
-            progress("round", f"{done}: {len(active)} undecided")
-        if time.monotonic() - clock > settings.budget_s:
+            progress("round", f"{done}: {len(active)} undecided, {spent:.0f} of {budget:.0f} s")
+        if spent > budget:
             break
     return done
 
@@ -323,12 +346,14 @@ def _base(sides, case_id, pass_name, rec_a, rec_b) -> dict:
         ci_low=None, ci_high=None, verdict=None, mde=None, rounds=0)
 
 
-def _record(sides, key, pair, settings) -> dict:
+def _record(sides, key, pair, settings, budget, ended) -> dict:
+    """The A/B record of a pass whose rounds `ended` ("settled": its verdict was; "rounds":
+    at max_rounds; "budget": the run's `budget` seconds were spent first)."""
     record = _base(sides, key[0], key[1], *pair.prepared)
     sets = placement.halves(settings.same_cpu)
     record.update(status="ok", max_rel_err=max(r["max_rel_err"] for r in pair.prepared),
                   compile_s=pair.prepared[1]["compile_s"], same_cpu=bool(sets),
-                  cpu_sets=[sorted(s) for s in sets],
+                  cpu_sets=[sorted(s) for s in sets], budget_s=budget, ended_by=ended,
                   **_judged(pair.times, pair.groups, settings.min_effect))
     return record
 

@@ -21,8 +21,7 @@ def add_parser(subparsers):
     common.add_judging_flags(p, "smallest change worth reporting, as a fraction (default 0.03)")
     p.add_argument("--min-rounds", type=int, default=6,
                    help="rounds before a pass may stop early (default 6)")
-    p.add_argument("--budget", type=float, default=600.0,
-                   help="seconds for the rounds, all passes together (default 600)")
+    common.add_budget_flag(p, "the run")
     p.add_argument("--seed", type=int, default=0, help="order of the rounds, bootstrap")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds per worker task (compiling a case's passes, one burst)")

@@ -18,7 +18,7 @@ from kmicro.core.errors import NothingRan, UsageError
 from kmicro.core.stacks import DEVICES, JIT
 
 __all__ = ["STACKS_HELP", "TRAINING_STACKS_HELP", "JIT_HELP", "QUICK_HELP", "add_device_flag",
-           "add_run_flags", "add_case_flags", "add_judging_flags", "judging_settings", "make_console", "warn_if_busy", "progress_bar",
+           "add_run_flags", "add_case_flags", "add_judging_flags", "add_budget_flag", "judging_settings", "make_console", "warn_if_busy", "progress_bar",
            "progress_lines",
            "print_op_tables", "print_findings", "split", "stacks_to_run", "stacks_and_cases", "cases_of",
            "run_cases", "run_options", "default_json", "results_path", "refuse_missing_gpu",
@@ -55,6 +55,14 @@ def add_judging_flags(parser, min_effect_help):
                              "sides use every CPU")
 
 
+def add_budget_flag(parser, scope):
+    """--budget: the seconds of `scope`'s rounds (default: analysis.ab.default_budget)."""
+    parser.add_argument("--budget", type=float,
+                        help=f"seconds from {scope}'s first round on, later worker pairs' "
+                             "starts included, all passes together (default: 2 a pass "
+                             "compared, at least 150); passes still unsure then stop")
+
+
 def judging_settings(args, **more):
     """The analysis.ab.Settings of add_judging_flags' flags (plus `more`), checked."""
     from kmicro.analysis import ab
@@ -65,6 +73,8 @@ def judging_settings(args, **more):
         raise UsageError("expected 2 <= --min-rounds <= --rounds")
     if args.rounds < 1:
         raise UsageError("expected --rounds >= 1")
+    if more.get("budget_s") is not None and not more["budget_s"] > 0:
+        raise UsageError("expected --budget > 0 (seconds)")
     processes = args.processes
     if processes is None:
         processes = -(-args.rounds // ROUNDS_PER_PAIR)

@@ -35,8 +35,7 @@ def add_parser(subparsers):
     common.add_case_flags(p, layer_options=False)
     common.add_device_flag(p)
     common.add_judging_flags(p, "smallest change worth reporting, as a fraction (default 0.03)")
-    p.add_argument("--budget", type=float, default=600.0,
-                   help="seconds for one cell's rounds, all passes together (default 600)")
+    common.add_budget_flag(p, "a cell")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds per worker task (compiling a case's passes, one burst)")
     p.add_argument("--cluster", metavar="ADDRESS",

@@ -91,12 +91,17 @@ def power_lines(records, most=8) -> list:
     lines = [f"power: {len(measured) - len(short)} of {len(measured)} passes resolved the "
              f"minimum effect of {effect:.0%} (MDE at most that)"
              + ("" if short else "; every verdict can be read at that size")]
+    cut = [r for r in measured if r.get("ended_by") == "budget"]
+    if cut:
+        lines.append(f"  the budget ({cut[0]['budget_s']:.0f} s) ended the rounds of {len(cut)} "
+                     f"passes after {max(r['rounds'] for r in cut)}: --budget gives them more")
     for r in short[:most]:
         needed = ab_stats.rounds_needed(r["mde"], r["rounds"], min_effect_of(r))
         label = case_label(r)
+        flags = "--rounds, --budget" if r.get("ended_by") == "budget" else "--rounds"
         lines.append(f"  {label} {PASS_LABELS.get(r['pass'], r['pass'])}: MDE {r['mde']:.1%} "
                      f"after {r['rounds']} rounds; "
-                     + (f"about {needed} rounds would resolve {min_effect_of(r):.0%} (--rounds)"
+                     + (f"about {needed} rounds would resolve {min_effect_of(r):.0%} ({flags})"
                         if needed else "no number of rounds resolves a minimum effect of 0"))
     if len(short) > most:
         lines.append(f"  and {len(short) - most} more (each record's `rounds_needed`)")
