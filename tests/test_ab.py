@@ -153,6 +153,17 @@ def test_the_power_is_said_with_the_rounds_each_unresolved_pass_would_take():
     assert "about 260 rounds would resolve 3% (--rounds, --budget)" in widest
 
 
+def test_a_budget_too_short_for_another_worker_pair_goes_to_the_last_ones_rounds():
+    settings = ab.Settings()  # 50 rounds over 10 pairs: 5 rounds a pair
+    # 40 s left; a pair took 9 s to start and prepare, its rounds 5 s each: 9 + 25 fits.
+    assert not ab._no_room_for_another_pair(4, settings, 40.0, 9.0, 5.0)
+    assert ab._no_room_for_another_pair(4, settings, 30.0, 9.0, 5.0)
+    # The first two pairs always hand over (an interval must span three pairs' own speeds
+    # before a budget's last rounds go to one), and the last one has no other to hand over to.
+    assert not ab._no_room_for_another_pair(1, settings, 1.0, 9.0, 5.0)
+    assert not ab._no_room_for_another_pair(9, settings, 1.0, 9.0, 5.0)
+
+
 def test_the_default_budget_is_two_seconds_a_pass_with_a_floor():
     assert ab.default_budget(81) == 162.0  # the default catalog's passes
     assert ab.default_budget(1) == ab.MIN_BUDGET_S == 150.0  # time for ten pairs to start
