@@ -158,6 +158,7 @@ def test_a_budget_too_short_for_another_worker_pair_goes_to_the_last_ones_rounds
     # 40 s left; a pair took 9 s to start and prepare, its rounds 5 s each: 9 + 25 fits.
     assert not ab._no_room_for_another_pair(4, settings, 40.0, 9.0, 5.0)
     assert ab._no_room_for_another_pair(4, settings, 30.0, 9.0, 5.0)
+    assert not ab._no_room_for_another_pair(4, settings, -1.0, 9.0, 5.0)  # spent: no more rounds
     # The first two pairs always hand over (an interval must span three pairs' own speeds
     # before a budget's last rounds go to one), and the last one has no other to hand over to.
     assert not ab._no_room_for_another_pair(1, settings, 1.0, 9.0, 5.0)

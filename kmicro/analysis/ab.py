@@ -193,11 +193,12 @@ def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress,
 def _no_room_for_another_pair(n, settings, left, pair_s, round_s) -> bool:
     """Whether worker pair `n`, the third or a later one, should time the passes until the
     budget ends: its `left` seconds cannot pay for another pair's start (`pair_s`, as this
-    one's took) and its share of rounds (`round_s` each, as this one's took). A noisy torch
-    A/A started a sixth pair for one round. The first two always hand over: an interval must
-    span three pairs' own speeds before one pair gets a budget's last rounds."""
+    one's took) and its share of rounds (`round_s` each, as this one's took); a budget spent
+    already ends the rounds instead. A noisy torch A/A started a sixth pair for one round.
+    The first two always hand over: an interval must span three pairs' own speeds before
+    one pair gets a budget's last rounds."""
     per_process = -(-settings.max_rounds // settings.processes)
-    return 2 <= n < settings.processes - 1 and left < pair_s + per_process * round_s
+    return 2 <= n < settings.processes - 1 and 0 < left < pair_s + per_process * round_s
 
 
 def _start_cpus(settings, pair_no) -> list:
