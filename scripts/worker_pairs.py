@@ -46,7 +46,7 @@ def main() -> int:
 def _pair(stack, n, env, sets) -> bool:
     """Start, prepare and time pair number `n`; whether one of its workers was over 2x slower."""
     settings, options = ab.Settings(), runner.Options()
-    first = (0, 1) if n % 2 == 0 else (1, 0)
+    first = ab.greeting_order(n)
     started = time.monotonic()
     sides = ab._start([stack, stack], options, first, env, ab._start_cpus(settings, n))
     try:

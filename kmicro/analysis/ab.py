@@ -23,7 +23,7 @@ from kmicro.core import records
 from kmicro.harness import placement, runner
 
 __all__ = ["Settings", "run", "pooled", "burst_samples", "stops", "default_budget",
-           "BUDGET_PER_PASS_S", "MIN_BUDGET_S"]
+           "greeting_order", "BUDGET_PER_PASS_S", "MIN_BUDGET_S"]
 
 # The default budget: `kmicro ops` samples a pass for at most 0.6 s a stack. With 2 s of
 # rounds a pass (later worker pairs' starts included), A/A runs in a noisy hour took
@@ -146,14 +146,11 @@ def default_budget(passes: int) -> float:
 def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress, env):
     rng, clock, budget = random.Random(settings.seed), None, settings.budget_s
     pairs, done = None, 0
-    per_process = -(-settings.max_rounds // settings.processes)
+    per_process = _rounds_per_pair(settings)
     sides = []
     try:
         for n in range(settings.processes):
-            # Every other pair is greeted and sent its jobs B first: in A/A runs that compiled
-            # A always first, B came out faster in 53 and 55 of 81 passes (jax, tensorflow;
-            # median 0.4 %).
-            first = (0, 1) if n % 2 == 0 else (1, 0)
+            first = greeting_order(n)
             starting = time.monotonic()
             sides = _start([stack_a, stack_b], options, first, env, _start_cpus(settings, n))
             pairs = _prepare(sides, first, case_list, passes, options, sink, progress, pairs)
@@ -190,6 +187,13 @@ def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress,
             side.close()
 
 
+def greeting_order(pair_no) -> tuple:
+    """The order (A's index, B's) in which worker pair `pair_no` is greeted and sent its
+    jobs: every other pair B first. In A/A runs that compiled A always first, B came out
+    faster in 53 and 55 of 81 passes (jax, tensorflow; median 0.4 %)."""
+    return (0, 1) if pair_no % 2 == 0 else (1, 0)
+
+
 def _no_room_for_another_pair(n, settings, left, pair_s, round_s) -> bool:
     """Whether worker pair `n`, the third or a later one, should time the passes until the
     budget ends: its `left` seconds cannot pay for another pair's start (`pair_s`, as this
@@ -197,8 +201,13 @@ def _no_room_for_another_pair(n, settings, left, pair_s, round_s) -> bool:
     already ends the rounds instead. A noisy torch A/A started a sixth pair for one round.
     The first two always hand over: an interval must span three pairs' own speeds before
     one pair gets a budget's last rounds."""
-    per_process = -(-settings.max_rounds // settings.processes)
-    return 2 <= n < settings.processes - 1 and 0 < left < pair_s + per_process * round_s
+    return (2 <= n < settings.processes - 1
+            and 0 < left < pair_s + _rounds_per_pair(settings) * round_s)
+
+
+def _rounds_per_pair(settings) -> int:
+    """The rounds each worker pair runs: max_rounds split over the pairs, rounded up."""
+    return -(-settings.max_rounds // settings.processes)
 
 
 def _start_cpus(settings, pair_no) -> list:
