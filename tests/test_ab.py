@@ -65,11 +65,12 @@ def test_a_paired_slowdown_under_drift_is_found():
 
 
 def test_one_worker_pairs_bias_is_not_a_change():
-    # Five worker pairs of five rounds: four read B 4-6 % slower, one 5 % faster, each pair
-    # consistent within itself. Taken as 25 independent rounds, B is "slower"; which worker
-    # pairs happened to be drawn decides that, so with the pairs known it is not a change.
+    # Five worker pairs of five rounds: four read B 3.5-5 % slower, one 10 % faster, each
+    # pair consistent within itself. Taken as 25 independent rounds, B is "slower"; which
+    # worker pairs happened to be drawn decides that, so with the pairs known it is not a
+    # change.
     rng = np.random.default_rng(3)
-    bias = np.repeat([0.06, 0.05, 0.045, 0.04, -0.05], 5)
+    bias = np.repeat([0.05, 0.045, 0.04, 0.035, -0.10], 5)
     a = 1e-3 * np.exp(rng.normal(0, 0.2, 25))  # drift, shared by both sides of a round
     b = a * np.exp(bias + rng.normal(0, 0.002, 25))
     groups = np.repeat(range(5), 5).tolist()
@@ -99,7 +100,7 @@ def _rounds(logs):
 
 def test_no_change_stops_on_the_95_interval_a_change_only_on_the_99():
     settings = ab.Settings()  # min effect 3 %, 25 regular rounds, at most 50
-    spread = [0.03 * ((i * 7) % 11 - 5) / 5 for i in range(15)]  # within +-3 %, around 1
+    spread = [0.04 * ((i * 7) % 11 - 5) / 5 for i in range(15)]  # within +-4 %, around 1
     times, groups = _rounds(spread)
     assert ab_stats.compare(*times, ab_stats.CONFIDENCE, groups).conclusive(0.03)
     assert not ab_stats.compare(*times, ab_stats.EARLY_CONFIDENCE, groups).settled(0.03)
@@ -107,7 +108,10 @@ def test_no_change_stops_on_the_95_interval_a_change_only_on_the_99():
     times, groups = _rounds([0.04 + x for x in spread])  # slower at 95 %, not at 99 %
     assert ab_stats.compare(*times, ab_stats.CONFIDENCE, groups).verdict(0.03) == "slower"
     assert not ab.stops(times, groups, 15, settings)  # a change must hold at 99 % early...
-    assert ab.stops(times, groups, 25, settings)  # ...or be conclusive at the regular cap
+    times, groups = _rounds([0.04 + x for x in (spread + spread)[:25]])
+    assert ab.stops(times, groups, 25, settings)  # ...or be conclusive at the regular cap,
+    times, groups = _rounds([0.04 + x for x in (spread + spread)[:26]])
+    assert not ab.stops(times, groups, 26, settings)  # a single look at 95 %, not one a round
 
 
 def test_no_change_stops_after_two_worker_pairs_a_change_after_three():

@@ -22,7 +22,7 @@ def add_parser(subparsers):
     p.add_argument("--min-rounds", type=int, default=6,
                    help="rounds before a pass may stop early (default 6)")
     common.add_budget_flag(p, "the run")
-    p.add_argument("--seed", type=int, default=0, help="order of the rounds, bootstrap")
+    p.add_argument("--seed", type=int, default=0, help="order of the rounds and sides")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds per worker task (compiling a case's passes, one burst)")
     p.add_argument("--json", help="results file (default: results/ab-<time>.json)")

@@ -22,7 +22,7 @@ def section(recs) -> str:
         by_pair.setdefault((r["stack_a"], r["stack_b"]), []).append(r)
     parts = ["<h2 id='ab'>A/B comparisons</h2><p class='note'>Interleaved rounds: every pass "
              "timed in short bursts on A and on B, in a random order per round; B/A is the "
-             "median paired ratio, with a bootstrap 95% confidence interval. slower/faster: the "
+             "median paired ratio, with its 95% confidence interval. slower/faster: the "
              "interval excludes 1 and the ratio is beyond the minimum effect; same (unsure): "
              "no change shown, but the interval still reaches one of the minimum effect; MDE: "
              "the smallest change these rounds resolve.</p>"]
