@@ -6,12 +6,14 @@ Every A/B record keeps its rounds (times_a_s, times_b_s, round_pairs). Replayed 
 they give the verdict a rule would have reached on the same data; on an A/A run (the same
 stack on both sides) every pass it calls slower or faster is a false alarm. Two rules:
 - defaults: kmicro.analysis.ab's (no change stops a pass on the 95 % interval once two worker
-  pairs have timed it; a change on the 99 % one once three have; after 25 rounds the
+  pairs have timed it; a change on the 99 % one once three have; at 25 rounds the
   conclusive stop, the unsure go on to 50);
 - 99 % only, 25 rounds: every early stop on the 99 % interval once three pairs have timed the
   pass, the cap at 25.
 A record's rounds end where its own run stopped; a pass the replayed rule has not stopped by
-then is judged on all of them ("cut").
+then is judged on all of them ("cut"). Then the interval alone, without stopping: of the passes
+recorded with at least N rounds, how many an interval of their first N excludes 1 from (95 %
+nominal: at most 5 % on A/A runs), and the median MDE there.
 """
 import argparse
 import json
@@ -31,6 +33,7 @@ def _earlier(times, groups, done, settings) -> bool:
         settings.min_effect)
 
 
+AT_ROUNDS = (15, 25, 50)
 RULES = {"defaults": (ab.stops, ab.Settings()),
          "99 % only, 25 rounds": (_earlier, ab.Settings(max_rounds=25, regular_rounds=25,
                                                         processes=5))}
@@ -70,6 +73,15 @@ def main(argv=None) -> int:
         print(f"{name}: {flagged} of {len(got)} flagged ({flagged / len(got):.1%}); median "
               f"rounds {statistics.median(n for _, n, _ in got):.0f}; "
               f"{sum(c for _, _, c in got)} cut by the recording's end")
+    for n in AT_ROUNDS:
+        judged = [ab_stats.compare(r["times_a_s"][:n], r["times_b_s"][:n], ab_stats.CONFIDENCE,
+                                   r["round_pairs"][:n])
+                  for r in records if len(r["times_a_s"]) >= n]
+        if judged:
+            apart = sum(j.ci_low > 1 or j.ci_high < 1 for j in judged)
+            print(f"at {n} rounds: the interval excludes 1 in {apart} of {len(judged)} "
+                  f"({apart / len(judged):.1%}); median MDE "
+                  f"{statistics.median(j.mde for j in judged):.1%}")
     return 0
 
 

@@ -26,7 +26,7 @@ FAST = ("--rounds", "10", "--min-rounds", "5")
 # A planted slowdown must be called one under any load CI meets: the rounds stop once the
 # verdict is settled, so a quiet machine still takes few of them. Worker pairs, 5 rounds each
 # as by default, but up to 12 of them: here the pairs' median ratios of this plant spread by
-# ~12 % (1.16-1.84), and with only 5 pairs one slow pair holds the two-level interval over 1
+# ~12 % (1.16-1.84), and with only 5 pairs one slow pair can hold the interval over 1
 # (CI read "same" twice). Rounds replayed with a 20 % pair spread: "same" in 28 of 300 runs
 # with 30 rounds on 5 pairs, 0 of 300 with 60 on 12, ~20 rounds on average either way.
 ENOUGH = ("--rounds", "60", "--processes", "12", "--min-rounds", "5")

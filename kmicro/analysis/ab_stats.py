@@ -15,9 +15,9 @@ that median:
 A one-level percentile bootstrap of the median was tried first and called 16 of 81 A/A passes
 changed (it under-covers at 6-10 rounds). A two-level bootstrap (pairs, then rounds within
 them; Kalibera & Jones, ISMM 2013) was the second interval next: it counts the rounds' own
-noise twice, and on the same recorded A/A rounds its median MDE at 25 rounds was 4.7 %
-against 3.3 % for the pairs' medians, which still excluded 1 in only 2.2-3.7 % of 733-2154
-A/A passes at 15-50 rounds (docs/validation.md). Passes stop early only on a 99 % interval;
+noise twice: on the same recorded A/A rounds its median MDE at 25 rounds was 4.7 % against
+3.3 % for the pairs' medians, whose 95 % interval still excluded 1 in only 2.2-3.3 % of
+733-2154 A/A passes at 15-50 rounds (docs/validation.md, "A/A"). Passes stop early only on a 99 % interval;
 the reported verdict uses 95 %.
 """
 from __future__ import annotations
