@@ -51,8 +51,8 @@ def cluster(envs):
     """A Ray cluster on this machine: a head with no `kmicro` resource and two worker nodes
     with one each, each node on a CPU of its own (as `taskset -c N ray start` would place it:
     a node's processes inherit its mask, and kmicro places its workers within it). Nodes that
-    shared both CPUs timed bursts on the CPU the other node was timing on: rounds read 0.7x
-    and 2.8x for a +40 % plant, and its interval took in 1."""
+    shared both CPUs timed bursts on the CPU the other node was timing on: rounds read 0.76x
+    and 2.83x for a +40 % plant, and its interval took in 1."""
     from ray.cluster_utils import Cluster
 
     made = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
