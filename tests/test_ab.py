@@ -99,7 +99,7 @@ def _rounds(logs):
 
 
 def test_no_change_stops_on_the_95_interval_a_change_only_on_the_99():
-    settings = ab.Settings()  # min effect 3 %, 25 regular rounds, at most 50
+    settings = ab.Settings()  # min effect 3 %, 25 regular rounds, at most 80
     spread = [0.04 * ((i * 7) % 11 - 5) / 5 for i in range(15)]  # within +-4 %, around 1
     times, groups = _rounds(spread)
     assert ab_stats.compare(*times, ab_stats.CONFIDENCE, groups).conclusive(0.03)
@@ -158,7 +158,7 @@ def test_the_power_is_said_with_the_rounds_each_unresolved_pass_would_take():
 
 
 def test_a_budget_too_short_for_another_worker_pair_goes_to_the_last_ones_rounds():
-    settings = ab.Settings()  # 50 rounds over 10 pairs: 5 rounds a pair
+    settings = ab.Settings()  # 80 rounds over 16 pairs: 5 rounds a pair
     # 40 s left; a pair took 9 s to start and prepare, its rounds 5 s each: 9 + 25 fits.
     assert not ab._no_room_for_another_pair(4, settings, 40.0, 9.0, 5.0)
     assert ab._no_room_for_another_pair(4, settings, 30.0, 9.0, 5.0)
@@ -166,12 +166,12 @@ def test_a_budget_too_short_for_another_worker_pair_goes_to_the_last_ones_rounds
     # The first two pairs always hand over (an interval must span three pairs' own speeds
     # before a budget's last rounds go to one), and the last one has no other to hand over to.
     assert not ab._no_room_for_another_pair(1, settings, 1.0, 9.0, 5.0)
-    assert not ab._no_room_for_another_pair(9, settings, 1.0, 9.0, 5.0)
+    assert not ab._no_room_for_another_pair(settings.processes - 1, settings, 1.0, 9.0, 5.0)
 
 
 def test_the_default_budget_is_two_seconds_a_pass_with_a_floor():
     assert ab.default_budget(81) == 162.0  # the default catalog's passes
-    assert ab.default_budget(1) == ab.MIN_BUDGET_S == 150.0  # time for ten pairs to start
+    assert ab.default_budget(1) == ab.MIN_BUDGET_S == 150.0  # time for the worker pairs to start
 
 
 def test_noise_only_is_not_settled_early():

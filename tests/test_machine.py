@@ -70,5 +70,5 @@ def test_a_pass_timed_once_gives_no_mde():
     once = {"status": "ok", "rounds": 1, "mde": 0.0}  # one round: the interval is a point
     twice = {"status": "ok", "rounds": 25, "mde": 0.05}
     assert machine.expected_mde(once) is None
-    assert 0 < machine.expected_mde(twice) < 0.05  # projected to ab's 50 rounds
+    assert 0 < machine.expected_mde(twice) < 0.05  # projected to ab's 80 rounds
     assert machine.smallest_effect([once, twice]) == machine.expected_mde(twice)

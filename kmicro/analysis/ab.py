@@ -29,8 +29,8 @@ __all__ = ["Settings", "run", "pooled", "burst_samples", "stops", "default_budge
 # rounds a pass (later worker pairs' starts included), A/A runs in a noisy hour took
 # 1.30-1.88x their `kmicro ops`, where 50 uncut rounds took 2.32-3.54x, at a median MDE of
 # 3.9-6.2 % against 2.6-3.7 % (docs/validation.md, "A/A"); quiet hours settle before it ends.
-# The floor leaves a few passes (a bisection's one) time for all ten worker pairs to start,
-# which alone took up to 73 s on a loaded 2-core VM.
+# The floor leaves a few passes (a bisection's one) time for their worker pairs to start:
+# ten took up to 73 s on a loaded 2-core VM.
 BUDGET_PER_PASS_S = 2.0
 MIN_BUDGET_S = 150.0
 
@@ -41,17 +41,20 @@ class Settings:
     min_rounds: int = 6  # before any pass may stop early
     # At regular_rounds, a pass whose 95 % verdict is conclusive stops (its record is the one
     # a cap there would give); the ones still unsure go on over further worker pairs, to
-    # max_rounds. A planted +3.9 % Conv2D forward was called slower in 6 of 10 runs capped at
-    # 25 rounds, in 18 of 20 so (docs/validation.md, "Planted-effect detection").
+    # max_rounds, while the budget lasts. A planted +3.9 % Conv2D forward was called slower in
+    # 6 of 10 runs capped at 25 rounds, in 18 of 20 going on to 50; a +6.1 % one in 6 of 10
+    # runs going on to 50 and in 20 of 20 to 80 (ten of them alternating with those: docs/validation.md,
+    # "Planted-effect detection"). Where the budget binds first (81 passes) it ends the rounds.
     regular_rounds: int = 25
-    max_rounds: int = 50
+    max_rounds: int = 80
     samples: int = 9  # samples per burst (each >= 2 ms of calls); the burst's time is their min
     # A pass whose samples are long gets fewer of them, down to min_samples, once a round has
     # shown their length: bursts of about burst_s. A 20 ms Conv2D backward sample needs no
     # nine to find a quiet one; those bursts were most of a torch A/B's rounds.
     burst_s: float = 0.02
     min_samples: int = 3
-    processes: int = 10  # pairs of workers the rounds are split over, one pair after another
+    # Pairs of workers the rounds are split over, one pair after another: 5 rounds each.
+    processes: int = 16
     # Seconds from the first round on (later worker pairs' starts included), all passes
     # together; None: default_budget of the passes compared.
     budget_s: Optional[float] = None

@@ -29,7 +29,7 @@ STACKS_HELP = (f"comma list of {','.join(stacks.STACKS)} or user stacks "
 TRAINING_STACKS_HELP = "comma list of stacks (default: installed stacks that train)"
 JIT_HELP = "auto = what a Keras train step does per backend; on/off forces it"
 QUICK_HELP = "fewer samples: smoke runs, not numbers"
-ROUNDS_PER_PAIR = 5  # --processes' default: as analysis.ab.Settings' 50 rounds over 10 pairs
+ROUNDS_PER_PAIR = 5  # --processes' default: as analysis.ab.Settings' 80 rounds over 16 pairs
 
 
 def add_device_flag(parser):
@@ -41,9 +41,9 @@ def add_judging_flags(parser, min_effect_help):
     judge a pair."""
     parser.add_argument("--min-effect", type=float, default=0.03, help=min_effect_help)
     # Defaults as in kmicro.analysis.ab.Settings (not imported here: it loads the runner).
-    parser.add_argument("--rounds", type=int, default=50,
-                        help="most rounds per comparison (default 50; settled passes stop "
-                             "sooner, most of them by 25)")
+    parser.add_argument("--rounds", type=int, default=80,
+                        help="most rounds per comparison (default 80; settled passes stop "
+                             "sooner, most of them by 25, and the budget may end them first)")
     parser.add_argument("--processes", type=int,
                         help="pairs of worker processes the rounds are split over (default: "
                              f"one per {ROUNDS_PER_PAIR} rounds): each pair is a fresh sample "
