@@ -25,7 +25,7 @@ CASE = ("--case", "dense(units=10)@32x512", "--pass", "forward", "--from", "nump
         "--package", "keras",
         # At most 50 rounds, as before the default became 80: what these tests check (the
         # search and its calls) does not need the power, and 80 took CI's bisections from
-        # 272 s to 409 s.
+        # 271 s to 409 s.
         "--rounds", "50")
 
 

@@ -43,8 +43,9 @@ class Settings:
     # a cap there would give); the ones still unsure go on over further worker pairs, to
     # max_rounds, while the budget lasts. A planted +3.9 % Conv2D forward was called slower in
     # 6 of 10 runs capped at 25 rounds, in 18 of 20 going on to 50; a +6.1 % one in 6 of 10
-    # runs going on to 50 and in 20 of 20 to 80 (ten of them alternating with those: docs/validation.md,
-    # "Planted-effect detection"). Where the budget binds first (81 passes) it ends the rounds.
+    # runs going on to 50 and in 20 of 20 to 80, ten of them alternating with those
+    # (docs/validation.md, "Planted-effect detection"). Where the budget binds first (81
+    # passes) it ends the rounds.
     regular_rounds: int = 25
     max_rounds: int = 80
     samples: int = 9  # samples per burst (each >= 2 ms of calls); the burst's time is their min
