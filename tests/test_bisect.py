@@ -23,9 +23,8 @@ PINS = hashlib.sha1((ROOT / "requirements" / "keras3.txt").read_bytes()).hexdige
 ENVS = CACHE / f"bisect-envs-{PINS}"
 CASE = ("--case", "dense(units=10)@32x512", "--pass", "forward", "--from", "numpy",
         "--package", "keras",
-        # At most 50 rounds, as before the default became 80: what these tests check (the
-        # search and its calls) does not need the power, and 80 took CI's bisections from
-        # 271 s to 409 s.
+        # At most 50 rounds, not the default 80: what these tests check (the search and its
+        # calls) does not need that power, and unsure commits would take every extra round.
         "--rounds", "50")
 
 
