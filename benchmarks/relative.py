@@ -31,8 +31,9 @@ REFERENCE = os.environ.get("KMICRO_ASV_REFERENCE") or f"asv-ref-{BACKEND}"
 # A history point is one estimate per commit, judged with `kmicro ab`'s defaults: both sides
 # of every round on one CPU (this VM's vCPUs change speed apart from each other, and worker
 # pairs on different vCPUs read the same code 0.63-1.39x: jax A/A, docs/guide-asv.md), and
-# passes still unsettled after 25 rounds going on over more worker pairs, to 50.
-SETTINGS = {}  # overrides of ab.Settings
+# passes still unsettled after 25 rounds going on over more worker pairs, to 80.
+# KMICRO_ASV_ROUNDS caps the rounds (as `kmicro ab --rounds`): a quicker, less certain history.
+ROUNDS = os.environ.get("KMICRO_ASV_ROUNDS", "")
 
 
 def compare() -> dict:
@@ -42,6 +43,10 @@ def compare() -> dict:
 
     if FAMILY != "keras3":
         return {"skip": "the relative suite runs the Keras 3 stacks"}
+    if ROUNDS and not (ROUNDS.isdigit() and int(ROUNDS) >= 1):
+        return {"skip": f"KMICRO_ASV_ROUNDS={ROUNDS!r}: expected a whole number of rounds >= 1"}
+    settings = ab.Settings(max_rounds=int(ROUNDS), processes=ab.pairs_for(int(ROUNDS))) \
+        if ROUNDS else ab.Settings()
     reference = all_stacks().get(REFERENCE)
     if reference is None or not reference.installed:
         return {"skip": f"no reference stack {REFERENCE}: run `make asv-reference "
@@ -50,7 +55,7 @@ def compare() -> dict:
                  executable=sys.executable, python=".".join(map(str, sys.version_info[:2])))
     got = []
     ab.run(reference, this, SELECTION, PASSES, runner.Options(timeout_s=600.0),
-           ab.Settings(**SETTINGS), got.append)
+           settings, got.append)
     _sidecar(got)
     return {f"{r['case']}|{r['pass']}": r for r in got}
 

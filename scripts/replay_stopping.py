@@ -7,7 +7,7 @@ they give the verdict a rule would have reached on the same data; on an A/A run 
 stack on both sides) every pass it calls slower or faster is a false alarm. Two rules:
 - defaults: kmicro.analysis.ab's (no change stops a pass on the 95 % interval once two worker
   pairs have timed it; a change on the 99 % one once three have; at 25 rounds the
-  conclusive stop, the unsure go on to 50);
+  conclusive stop, the unsure go on to 80);
 - 99 % only, 25 rounds: every early stop on the 99 % interval once three pairs have timed the
   pass, the cap at 25.
 A record's rounds end where its own run stopped; a pass the replayed rule has not stopped by

@@ -115,7 +115,8 @@ def test_relative_suite_stores_each_ratio_against_the_reference():
     before = set(sidecars.glob("*.json")) if sidecars.exists() else set()
     p = asv("run", "-E", EXISTING, "--quick", "-n", "--launch-method", "forkserver",
             "-b", "Relative.track_ratio", env={"KMICRO_ASV_REFERENCE": "numpy",
-                                               "KMICRO_ASV_OPS": "dense"})
+                                               "KMICRO_ASV_OPS": "dense",
+                                               "KMICRO_ASV_ROUNDS": "25"})
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
     ratios = re.findall(r"dense\(units=10\)@32x512\s+forward\s+([0-9.]+)", out)
@@ -128,6 +129,7 @@ def test_relative_suite_stores_each_ratio_against_the_reference():
                 and r["pass"] == "forward"]
     assert dense["kind"] == "ab" and dense["stack_a"] == "numpy"
     assert dense["ci_low"] <= dense["ratio"] <= dense["ci_high"]
+    assert dense["rounds"] <= 25 and set(dense["round_pairs"]) <= set(range(5))
 
 
 # --- keras1-theano: an existing asv environment (Python 3.6), `make asv-keras1` --------------

@@ -23,9 +23,10 @@ PINS = hashlib.sha1((ROOT / "requirements" / "keras3.txt").read_bytes()).hexdige
 ENVS = CACHE / f"bisect-envs-{PINS}"
 CASE = ("--case", "dense(units=10)@32x512", "--pass", "forward", "--from", "numpy",
         "--package", "keras",
-        # At most 50 rounds, not the default 80: what these tests check (the search and its
-        # calls) does not need that power, and unsure commits would take every extra round.
-        "--rounds", "50")
+        # At most 25 rounds over 5 worker pairs, not the default 80: what these tests check
+        # (the search and its calls) does not need that power, and an unsure commit would
+        # take every extra round.
+        "--rounds", "25")
 
 
 def bisect(repo, good, bad, tmp_path, extend=4):

@@ -23,7 +23,7 @@ from kmicro.core import records
 from kmicro.harness import placement, runner
 
 __all__ = ["Settings", "run", "pooled", "burst_samples", "stops", "default_budget",
-           "greeting_order", "BUDGET_PER_PASS_S", "MIN_BUDGET_S"]
+           "greeting_order", "pairs_for", "BUDGET_PER_PASS_S", "MIN_BUDGET_S", "ROUNDS_PER_PAIR"]
 
 # The default budget: `kmicro ops` samples a pass for at most 0.6 s a stack. With 2 s of
 # rounds a pass (later worker pairs' starts included), A/A runs in a noisy hour took
@@ -33,6 +33,7 @@ __all__ = ["Settings", "run", "pooled", "burst_samples", "stops", "default_budge
 # ten took up to 73 s on a loaded 2-core VM.
 BUDGET_PER_PASS_S = 2.0
 MIN_BUDGET_S = 150.0
+ROUNDS_PER_PAIR = 5  # the default split of the rounds: Settings' 80 over 16 worker pairs
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,11 @@ def _compile_cache_env(directory) -> dict:
     return {"JAX_COMPILATION_CACHE_DIR": directory,
             "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
             "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+
+
+def pairs_for(rounds: int) -> int:
+    """Worker pairs for a cap of `rounds` at the default split (ROUNDS_PER_PAIR a pair)."""
+    return -(-rounds // ROUNDS_PER_PAIR)
 
 
 def default_budget(passes: int) -> float:

@@ -29,7 +29,6 @@ STACKS_HELP = (f"comma list of {','.join(stacks.STACKS)} or user stacks "
 TRAINING_STACKS_HELP = "comma list of stacks (default: installed stacks that train)"
 JIT_HELP = "auto = what a Keras train step does per backend; on/off forces it"
 QUICK_HELP = "fewer samples: smoke runs, not numbers"
-ROUNDS_PER_PAIR = 5  # --processes' default: as analysis.ab.Settings' 80 rounds over 16 pairs
 
 
 def add_device_flag(parser):
@@ -46,7 +45,7 @@ def add_judging_flags(parser, min_effect_help):
                              "sooner, most of them by 25, and the budget may end them first)")
     parser.add_argument("--processes", type=int,
                         help="pairs of worker processes the rounds are split over (default: "
-                             f"one per {ROUNDS_PER_PAIR} rounds): each pair is a fresh sample "
+                             "one per 5 rounds): each pair is a fresh sample "
                              "of a process's own speed")
     parser.add_argument("--same-cpu", action=argparse.BooleanOptionalAction, default=True,
                         help="time both sides of a round on one CPU (on a larger machine, "
@@ -77,7 +76,7 @@ def judging_settings(args, **more):
         raise UsageError("expected --budget > 0 (seconds)")
     processes = args.processes
     if processes is None:
-        processes = -(-args.rounds // ROUNDS_PER_PAIR)
+        processes = ab.pairs_for(args.rounds)
     if not 1 <= processes <= args.rounds:
         raise UsageError("expected 1 <= --processes <= --rounds")
     return ab.Settings(min_effect=args.min_effect, max_rounds=args.rounds,
