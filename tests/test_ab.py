@@ -169,9 +169,15 @@ def test_a_budget_too_short_for_another_worker_pair_goes_to_the_last_ones_rounds
     assert not ab._no_room_for_another_pair(settings.processes - 1, settings, 1.0, 9.0, 5.0)
 
 
-def test_the_default_budget_is_two_seconds_a_pass_with_a_floor():
-    assert ab.default_budget(81) == 162.0  # the default catalog's passes
-    assert ab.default_budget(1) == ab.MIN_BUDGET_S == 150.0  # time for the worker pairs to start
+def test_the_default_budget_is_two_seconds_a_pass_within_twice_kmicro_ops_with_a_floor():
+    slow = [(0.05, 0.05)] * 81  # 50 ms calls: ops takes 0.2 + 7 x 0.05 s a pass and stack
+    assert ab.ops_floor(slow, 30.0) == pytest.approx(30.0 + 81 * 2 * 0.55)
+    assert ab.default_budget(slow, 30.0) == 162.0  # 2 s a pass
+    quick = [(1e-4, 1e-4)] * 81  # ops: 0.2 s warm-up + 7 samples of 10 ms
+    assert ab.ops_floor(quick, 20.0) == pytest.approx(20.0 + 81 * 2 * 0.27)
+    assert ab.default_budget(quick, 20.0) == pytest.approx(20.0 + 2 * 81 * 2 * 0.27)
+    # A bisection's one pass: time for the worker pairs to start.
+    assert ab.default_budget([(1e-4, 1e-4)], 5.0) == ab.MIN_BUDGET_S == 100.0
 
 
 def test_noise_only_is_not_settled_early():
@@ -238,7 +244,7 @@ def test_a_case_one_side_cannot_run_is_a_record_saying_why(tmp_path):
     assert by_pass["backward"]["status"] == by_pass["backward"]["verdict"] == "unsupported"
     assert by_pass["backward"]["error"].startswith("numpy: ")
     assert by_pass["forward"]["status"] == "ok" and by_pass["forward"]["ended_by"] == "rounds"
-    assert by_pass["forward"]["budget_s"] == ab.default_budget(1)
+    assert by_pass["forward"]["budget_s"] == ab.MIN_BUDGET_S  # one pass: the floor
 
 
 def test_the_budget_ends_the_rounds_and_the_run_says_so(tmp_path):

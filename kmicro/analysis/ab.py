@@ -5,7 +5,8 @@ kmicro/harness/jobs/ab.py). Then, round after round, every pass still undecided 
 a short burst on A and on B, in a random order per pass and round, and the paired per-round
 ratios are judged (kmicro/analysis/ab_stats.py). A pass leaves the rounds once its verdict is
 settled; after `regular_rounds` only the passes still unsure go on; the rounds stop at
-`max_rounds` or when the budget is spent (by default 2 s a pass: `default_budget`).
+`max_rounds` or when the budget is spent (by default 2 s a pass, within twice the least
+`kmicro ops` could take: `default_budget`).
 """
 from __future__ import annotations
 
@@ -19,20 +20,20 @@ from typing import Optional
 
 from kmicro.analysis import ab_stats
 from kmicro.core import cases as cases_mod
-from kmicro.core import records
+from kmicro.core import records, timing
 from kmicro.harness import placement, runner
 
 __all__ = ["Settings", "run", "pooled", "burst_samples", "stops", "default_budget",
-           "greeting_order", "pairs_for", "BUDGET_PER_PASS_S", "MIN_BUDGET_S", "ROUNDS_PER_PAIR"]
+           "greeting_order", "pairs_for", "ops_floor", "BUDGET_PER_PASS_S", "MIN_BUDGET_S", "ROUNDS_PER_PAIR"]
 
-# The default budget: `kmicro ops` samples a pass for at most 0.6 s a stack. With 2 s of
-# rounds a pass (later worker pairs' starts included), A/A runs in a noisy hour took
-# 1.30-1.88x their `kmicro ops`, where 50 uncut rounds took 2.32-3.54x, at a median MDE of
-# 3.9-6.2 % against 2.6-3.7 % (docs/validation.md, "A/A"); quiet hours settle before it ends.
-# The floor leaves a few passes (a bisection's one) time for their worker pairs to start:
-# ten took up to 73 s on a loaded 2-core VM.
+# The default budget: 2 s of rounds a pass (later worker pairs' starts included), but at most
+# what keeps the run within twice the least `kmicro ops` could take for the same passes here
+# (`ops_floor`): a fixed 162 s for the default catalog's 81 passes made a torch A/A 2.01x
+# and 2.25x its `kmicro ops` where that took 75-84 s (docs/validation.md, "A/A"). The floor
+# leaves a few passes (a bisection's one) time for their worker pairs to start: ten took up
+# to 73 s on a loaded 2-core VM.
 BUDGET_PER_PASS_S = 2.0
-MIN_BUDGET_S = 150.0
+MIN_BUDGET_S = 100.0
 ROUNDS_PER_PAIR = 5  # the default split of the rounds: Settings' 80 over 16 worker pairs
 
 
@@ -148,9 +149,25 @@ def pairs_for(rounds: int) -> int:
     return -(-rounds // ROUNDS_PER_PAIR)
 
 
-def default_budget(passes: int) -> float:
-    """Seconds of rounds for `passes` passes compared when the user gives no budget."""
-    return max(MIN_BUDGET_S, BUDGET_PER_PASS_S * passes)
+def default_budget(call_times, prepare_s) -> float:
+    """Seconds of rounds when the user gives no budget, for passes whose calls take
+    `call_times` (A's and B's seconds a call, a pair per pass) once the first worker pair took
+    `prepare_s` to start and prepare them: 2 s a pass, at most what keeps the whole run
+    (`prepare_s`, then the rounds) within twice `ops_floor`, at least MIN_BUDGET_S."""
+    within_twice_ops = 2 * ops_floor(call_times, prepare_s) - prepare_s
+    return max(MIN_BUDGET_S, min(BUDGET_PER_PASS_S * len(call_times), within_twice_ops))
+
+
+def ops_floor(call_times, prepare_s) -> float:
+    """The least `kmicro ops` can take for these passes here: it starts and prepares one
+    stack after the other, which takes at least as long as both sides at once did
+    (`prepare_s`), then on each stack warms every pass up for timing.Policy's warm-up and takes
+    at least its min_samples samples of at least min_sample_s."""
+    policy = timing.Policy()
+    sampling = sum(max(policy.warmup * call_s, policy.warmup_s)
+                   + policy.min_samples * max(policy.min_sample_s, call_s)
+                   for pair in call_times for call_s in pair)
+    return prepare_s + sampling
 
 
 def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress, env):
@@ -169,7 +186,8 @@ def _run(stack_a, stack_b, case_list, passes, options, settings, sink, progress,
                 # leave a short budget one round (a point interval, read as an MDE of 0).
                 clock = time.monotonic()
                 if budget is None:
-                    budget = default_budget(len(pairs))
+                    budget = default_budget([_call_times(p) for p in pairs.values()],
+                                            clock - starting)
             opened, begun = time.monotonic(), done
             done = _rounds(sides, pairs, settings, sink, progress, rng, done,
                            done + per_process, (clock, budget), n)
@@ -359,6 +377,11 @@ def _time_pair(sides, key, pair, settings, rng, group) -> bool:
         pair.times[i].append(min(burst["samples"]))
     pair.groups.append(group)
     return True
+
+
+def _call_times(pair) -> tuple:
+    """(A's, B's) seconds a call of this pass, as its prepare measured them."""
+    return tuple(record["call_s"] for record in pair.prepared)
 
 
 def burst_samples(pair, settings) -> int:

@@ -59,7 +59,8 @@ def add_budget_flag(parser, scope):
     parser.add_argument("--budget", type=float,
                         help=f"seconds from {scope}'s first round on, later worker pairs' "
                              "starts included, all passes together (default: 2 a pass "
-                             "compared, at least 150); passes still unsure then stop")
+                             "compared, within twice the least `kmicro ops` could take for "
+                             "them here, at least 100); passes still unsure then stop")
 
 
 def judging_settings(args, **more):

@@ -5,7 +5,7 @@ compiled and checked between its bursts. Tasks (the job's `task`):
   prepare  {"case": {...}, "passes": [...], "seed": int, "check": bool} -> one op record
            per pass, checked against the float64 reference unless check is false (status
            ok|wrong|unsupported|error), with `loops`: the calls per sample that make a
-           sample last at least `min_sample_s`
+           sample last at least `min_sample_s`, and `call_s`: a warm call's seconds
   time     {"case_id": ID, "pass": P, "samples": n} -> {"case": ID, "pass": P,
            "samples": [mean seconds per call of each sample]}
   release  {"case_id": ID} -> nothing; the case's compiled passes are dropped
@@ -47,7 +47,7 @@ def _prepare(adapter, info, job) -> list:
                 warmup=2, warmup_s=0.0, min_samples=1, max_samples=1,
                 min_sample_s=MIN_SAMPLE_S))
             _PREPARED[(case.id, pass_name)] = (prepared, warm.loops)
-            fields.update(status="ok", loops=warm.loops)
+            fields.update(status="ok", loops=warm.loops, call_s=warm.median)
         record.update(fields)
         out.append(record)
     return out
