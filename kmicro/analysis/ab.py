@@ -24,7 +24,8 @@ from kmicro.core import records, timing
 from kmicro.harness import placement, runner
 
 __all__ = ["Settings", "run", "pooled", "burst_samples", "stops", "default_budget",
-           "greeting_order", "pairs_for", "ops_floor", "BUDGET_PER_PASS_S", "MIN_BUDGET_S", "ROUNDS_PER_PAIR"]
+           "ops_floor", "greeting_order", "pairs_for", "BUDGET_PER_PASS_S", "MIN_BUDGET_S",
+           "ROUNDS_PER_PAIR"]
 
 # The default budget: 2 s of rounds a pass (later worker pairs' starts included), but at most
 # what keeps the run within twice the least `kmicro ops` could take for the same passes here
