@@ -29,10 +29,11 @@ __all__ = ["Settings", "run", "pooled", "burst_samples", "stops", "default_budge
 
 # The default budget: 2 s of rounds a pass (later worker pairs' starts included), but at most
 # what keeps the run within twice the least `kmicro ops` could take for the same passes here
-# (`ops_floor`): a fixed 162 s for the default catalog's 81 passes made a torch A/A 2.01x
-# and 2.25x its `kmicro ops` where that took 75-84 s (docs/validation.md, "A/A"). The floor
-# leaves a few passes (a bisection's one) time for their worker pairs to start: ten took up
-# to 73 s on a loaded 2-core VM.
+# (`ops_floor`): a fixed 162 s for the default catalog's 81 passes made torch A/As 2.01-2.25x
+# their `kmicro ops` where that took 75-84 s; with the cap the three stacks' A/As ran in
+# 1.19-1.33x at a median MDE of 2.4-3.2 % (docs/validation.md, "A/A"). The floor leaves a
+# few passes (a bisection's one) time for their worker pairs to start: ten took up to 73 s
+# on a loaded 2-core VM.
 BUDGET_PER_PASS_S = 2.0
 MIN_BUDGET_S = 100.0
 ROUNDS_PER_PAIR = 5  # the default split of the rounds: Settings' 80 over 16 worker pairs
