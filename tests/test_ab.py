@@ -180,6 +180,13 @@ def test_the_default_budget_is_two_seconds_a_pass_within_twice_kmicro_ops_with_a
     assert ab.default_budget([(1e-4, 1e-4)], 5.0) == ab.MIN_BUDGET_S == 100.0
 
 
+def test_a_worker_of_an_older_kmicro_without_call_times_still_gets_a_floor_of_kmicro_ops():
+    # A stack with `kmicro@REV` from before prepare reported `call_s`.
+    pair = ab._Pair(({"status": "ok", "loops": 20}, {"status": "ok", "loops": 20, "call_s": 1e-4}))
+    assert ab._call_times(pair) == (0.0, 1e-4)
+    assert ab.ops_floor([ab._call_times(pair)], 5.0) == pytest.approx(5.0 + 2 * 0.27)
+
+
 def test_noise_only_is_not_settled_early():
     rng = np.random.default_rng(2)
     a, b = np.exp(rng.normal(0, 0.1, (2, 6)))

@@ -7,6 +7,7 @@ reuses uv's cache and takes seconds.
 import fcntl
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,9 @@ pytestmark = pytest.mark.xdist_group("user_stacks")
 VENV_PY = str(ROOT / ".venv" / "bin" / "python")
 THEANO_PY = ROOT / ".envs" / "theano" / "bin" / "python"
 ENVS = ROOT / ".cache" / "test-envs"  # kept between runs: uv relinks from its cache
+# The kmicro revision `make asv-reference` pins its reference stacks at.
+ASV_REFERENCE_REV = re.search(r"^ASV_REFERENCE_REV \?= (\w+)$", (ROOT / "Makefile").read_text(),
+                              re.M).group(1)
 DENSE = ("--ops", "dense", "--shapes", "2,8", "--passes", "forward", "--quick")
 
 
@@ -172,8 +176,10 @@ def test_kmicro_installed_into_another_environment_runs_there(user, env_lock, tm
 @pytest.mark.slow
 def test_env_with_kmicro_at_a_revision_runs_its_own_kmicro(user, env_lock, tmp_path):
     """`--set kmicro@REV` adds kmicro (never pinned: the checkout is on the workers' path) and
-    the stack's workers run that installed kmicro: the relative asv suite's reference."""
-    p = user("env", "kref", "--from", "numpy", "--set", "kmicro@HEAD", "--repo", str(ROOT))
+    the stack's workers run that installed kmicro: the relative asv suite's reference, at the
+    revision `make asv-reference` pins, whose older workers must serve this kmicro's jobs."""
+    p = user("env", "kref", "--from", "numpy", "--set", f"kmicro@{ASV_REFERENCE_REV}", "--repo",
+             str(ROOT))
     assert p.returncode == 0, p.stderr
     assert "kref" in user("stack", "list").stdout.split()
     installed = subprocess.run([str(ENVS / "kref" / "bin" / "python"), "-c",

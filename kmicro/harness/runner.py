@@ -63,8 +63,11 @@ class Worker:
                "--family", stack.family, "--device", options.device, "--jit", options.jit]
         if not options.gpu_required:
             cmd.append("--gpu-optional")
+        # `python -m` puts the working directory first on sys.path: run from a kmicro checkout,
+        # a stack with its own kmicro (`kmicro@REV`) would import the checkout's instead.
+        cwd = str(stack.interpreter.parent) if stack.own_kmicro else None
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.stderr, text=True, bufsize=1,
+                                     stderr=self.stderr, text=True, bufsize=1, cwd=cwd,
                                      env=dict(worker_env(stack, options.device), **(env or {})))
         if cpus:
             placement.pin(self.proc.pid, cpus)
