@@ -256,10 +256,13 @@ def test_a_case_one_side_cannot_run_is_a_record_saying_why(tmp_path):
 
 def test_the_budget_ends_the_rounds_and_the_run_says_so(tmp_path):
     out = tmp_path / "ab.json"
-    # One worker pair never settles a pass, so only the budget can end these 200 rounds
-    # (a round of two 20 ms bursts: at most 25 fit in a second).
+    # No pass may stop before its 200th round (--min-rounds), so only the budget can end
+    # these rounds (a round of two 20 ms bursts: at most 25 fit in a second). With one worker pair
+    # a pass may still settle as `same` from its 6th round (the default --min-rounds), which
+    # failed this test by chance.
     p = kmicro("ab", "numpy", "numpy", "--ops", "dense", "--passes", "forward", "--shapes",
-               "4,8", "--rounds", "200", "--processes", "1", "--budget", "1", "--json", str(out))
+               "4,8", "--rounds", "200", "--min-rounds", "200", "--processes", "1", "--budget",
+               "1", "--json", str(out))
     assert p.returncode == 0, p.stderr
     measured = [r for r in load(out) if r["status"] == "ok"]
     assert measured and all(r["ended_by"] == "budget" and 1 <= r["rounds"] < 200
